@@ -1,0 +1,273 @@
+// A connection to one Redis server that runs queries, sync or async.
+//
+//   leasehold::Client redis("redis://127.0.0.1:6380");          // its own I/O thread
+//   redis.connect();                                            // optional: fail fast
+//   leasehold::Reply r = redis.process(leasehold::Command{"PING"});
+//
+//   leasehold::Client redis(io.get_executor(), url);             // on your io_context
+//   auto r = co_await redis.async_process(query, asio::use_awaitable);
+//
+// One pipelined connection carries every call: calls from any number of threads and coroutines are
+// written in order (many per write when they queue up) and matched to replies in order. After a
+// dropped connection it reconnects with backoff; calls in flight then fail with
+// errc::connection_lost unless their request is retry-safe, and calls made while it reconnects wait
+// up to the command timeout. A refused AUTH or SELECT is fatal: every call fails with it.
+#pragma once
+
+#include <asio/any_io_executor.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/async_result.hpp>
+#include <asio/dispatch.hpp>
+#include <asio/execution/outstanding_work.hpp>
+#include <asio/prefer.hpp>
+#include <chrono>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "leasehold/detail/unique_function.hpp"
+#include "leasehold/error.hpp"
+#include "leasehold/query.hpp"
+#include "leasehold/reply.hpp"
+#include "leasehold/request.hpp"
+#include "leasehold/url.hpp"
+
+namespace leasehold {
+
+struct ClientOptions {
+  // One attempt to connect, including AUTH/SELECT, must finish within this.
+  std::chrono::milliseconds connect_timeout{2000};
+  // A call that has no reply this long after it was made fails with errc::command_timeout.
+  std::chrono::milliseconds command_timeout{2000};
+  // Reconnect backoff: doubles from min to max, with jitter.
+  std::chrono::milliseconds reconnect_delay_min{25};
+  std::chrono::milliseconds reconnect_delay_max{2000};
+  // CLIENT SETNAME after connecting (visible in CLIENT LIST); empty: none.
+  std::string client_name = "leasehold";
+};
+
+namespace detail {
+
+// What the transport hands back for one operation: an error for the whole operation, or one
+// reply per request.
+using OperationCompletion = UniqueFunction<void(std::error_code, std::string, std::vector<Reply>)>;
+
+class ClientCore;
+
+}  // namespace detail
+
+class Client {
+ public:
+  // A client with its own I/O thread.
+  explicit Client(std::string_view url, ClientOptions options = {});
+  // A client on the caller's executor, which the caller runs (async use; the sync calls work from
+  // other threads while it runs).
+  Client(asio::any_io_executor executor, std::string_view url, ClientOptions options = {});
+  ~Client();  // close()s, never throws
+
+  Client(Client&&) noexcept;
+  Client& operator=(Client&&) noexcept;
+
+  const RedisUrl& url() const noexcept;
+  const ClientOptions& options() const noexcept;
+  // The executor on which the connection's state lives (a strand).
+  asio::any_io_executor get_executor() const noexcept;
+
+  // Waits for the next connection attempt's outcome (at once if connected). Calls made before do
+  // not need it: they wait for the connection themselves, up to the command timeout.
+  void connect();
+  void connect(std::error_code& ec);
+
+  template <asio::completion_token_for<void(std::error_code)> Token>
+  auto async_connect(Token&& token) {
+    return asio::async_initiate<Token, void(std::error_code)>(
+        [this](auto handler) {
+          auto work = tracked_executor(handler);
+          when_connected(
+              [handler = std::move(handler), work](std::error_code ec, std::string) mutable {
+                asio::dispatch(
+                    work, [handler = std::move(handler), ec]() mutable { std::move(handler)(ec); });
+              });
+        },
+        token);
+  }
+
+  // Runs one query; throws Error on failure (including an error reply the query does not expect).
+  template <Query Q>
+  typename Q::result_type process(const Q& query) {
+    std::error_code ec;
+    std::string detail;
+    auto result = process_one(query, ec, detail);
+    throw_if(ec, detail);
+    return result;
+  }
+
+  template <Query Q>
+  typename Q::result_type process(const Q& query, std::error_code& ec) {
+    std::string detail;
+    return process_one(query, ec, detail);
+  }
+
+  // Runs a batch in one round trip; each query gets its own Result. Throws Error only when the
+  // batch as a whole failed (no connection, timeout, ...).
+  template <Query Q>
+  std::vector<Result<typename Q::result_type>> process(std::span<const Q> batch) {
+    std::error_code ec;
+    std::string detail;
+    auto results = process_batch(batch, ec, detail);
+    throw_if(ec, detail);
+    return results;
+  }
+
+  template <Query Q>
+  std::vector<Result<typename Q::result_type>> process(std::span<const Q> batch,
+                                                       std::error_code& ec) {
+    std::string detail;
+    return process_batch(batch, ec, detail);
+  }
+
+  template <Query Q>
+  std::vector<Result<typename Q::result_type>> process(const std::vector<Q>& batch) {
+    return process(std::span<const Q>(batch));
+  }
+
+  // Completion signature: void(std::error_code, Q::result_type).
+  template <Query Q,
+            asio::completion_token_for<void(std::error_code, typename Q::result_type)> Token>
+  auto async_process(const Q& query, Token&& token) {
+    using T = typename Q::result_type;
+    return asio::async_initiate<Token, void(std::error_code, T)>(
+        [this](auto handler, Q query) {
+          auto work = tracked_executor(handler);
+          const Clock::time_point sent = Clock::now();
+          std::vector<Request> requests;
+          requests.push_back(query.request());
+          submit(std::move(requests),
+                 [handler = std::move(handler), work, query = std::move(query), sent](
+                     std::error_code ec, std::string, std::vector<Reply> replies) mutable {
+                   T value{};
+                   if (!ec) {
+                     Result<T> result = query.parse(std::move(replies.front()), sent);
+                     if (result)
+                       value = std::move(*result);
+                     else
+                       ec = result.error();
+                   }
+                   asio::dispatch(work, [handler = std::move(handler), ec,
+                                         value = std::move(value)]() mutable {
+                     std::move(handler)(ec, std::move(value));
+                   });
+                 });
+        },
+        token, query);
+  }
+
+  // Completion signature: void(std::error_code, std::vector<Result<Q::result_type>>).
+  template <Query Q, class Token>
+  auto async_process(std::span<const Q> batch, Token&& token) {
+    using Results = std::vector<Result<typename Q::result_type>>;
+    return asio::async_initiate<Token, void(std::error_code, Results)>(
+        [this](auto handler, std::vector<Q> queries) {
+          auto work = tracked_executor(handler);
+          const Clock::time_point sent = Clock::now();
+          std::vector<Request> requests = requests_of(queries);
+          submit(std::move(requests),
+                 [handler = std::move(handler), work, queries = std::move(queries), sent](
+                     std::error_code ec, std::string, std::vector<Reply> replies) mutable {
+                   Results results;
+                   if (!ec)
+                     results = parse_all(queries, std::move(replies), sent);
+                   asio::dispatch(work, [handler = std::move(handler), ec,
+                                         results = std::move(results)]() mutable {
+                     std::move(handler)(ec, std::move(results));
+                   });
+                 });
+        },
+        token, std::vector<Q>(batch.begin(), batch.end()));
+  }
+
+  // Fails every call in progress and every later one with errc::closed. Idempotent, never throws.
+  void close() noexcept;
+
+ private:
+  struct SyncOutcome {
+    std::error_code error;
+    std::string detail;
+    std::vector<Reply> replies;
+  };
+
+  void submit(std::vector<Request> requests, detail::OperationCompletion completion);
+  void when_connected(detail::UniqueFunction<void(std::error_code, std::string)> callback);
+  SyncOutcome run_sync(std::vector<Request> requests);
+  std::pair<std::error_code, std::string> wait_connected();
+  void release() noexcept;
+
+  template <class Handler>
+  auto tracked_executor(const Handler& handler) const {
+    return asio::prefer(asio::get_associated_executor(handler, get_executor()),
+                        asio::execution::outstanding_work.tracked);
+  }
+
+  template <Query Q>
+  typename Q::result_type process_one(const Q& query, std::error_code& ec, std::string& detail) {
+    const Clock::time_point sent = Clock::now();
+    std::vector<Request> requests;
+    requests.push_back(query.request());
+    SyncOutcome outcome = run_sync(std::move(requests));
+    ec = outcome.error;
+    detail = std::move(outcome.detail);
+    if (ec)
+      return {};
+    Result<typename Q::result_type> result = query.parse(std::move(outcome.replies.front()), sent);
+    if (!result) {
+      ec = result.error();
+      detail = result.detail();
+      return {};
+    }
+    return std::move(*result);
+  }
+
+  template <Query Q>
+  static std::vector<Request> requests_of(std::span<const Q> batch) {
+    std::vector<Request> requests;
+    requests.reserve(batch.size());
+    for (const Q& query : batch)
+      requests.push_back(query.request());
+    return requests;
+  }
+
+  template <Query Q>
+  static std::vector<Result<typename Q::result_type>> parse_all(std::span<const Q> batch,
+                                                                std::vector<Reply> replies,
+                                                                Clock::time_point sent) {
+    std::vector<Result<typename Q::result_type>> results;
+    results.reserve(batch.size());
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      results.push_back(batch[i].parse(std::move(replies[i]), sent));
+    return results;
+  }
+
+  template <Query Q>
+  std::vector<Result<typename Q::result_type>> process_batch(std::span<const Q> batch,
+                                                             std::error_code& ec,
+                                                             std::string& detail) {
+    if (batch.empty())
+      return {};
+    const Clock::time_point sent = Clock::now();
+    SyncOutcome outcome = run_sync(requests_of(batch));
+    ec = outcome.error;
+    detail = std::move(outcome.detail);
+    if (ec)
+      return {};
+    return parse_all(batch, std::move(outcome.replies), sent);
+  }
+
+  struct OwnedThread;
+  std::unique_ptr<OwnedThread> owned_;  // declared first: outlives core_
+  std::shared_ptr<detail::ClientCore> core_;
+};
+
+}  // namespace leasehold

@@ -1,0 +1,101 @@
+// Queries are values: a query says which command to send (request()) and how to read its reply
+// into an outcome (parse()). A Client runs it: client.process(q) or co_await
+// client.async_process(q, asio::use_awaitable). Queries never touch a socket, a thread or a clock:
+// the time the request was handed to the connection enters parse() as an argument.
+#pragma once
+
+#include <chrono>
+#include <concepts>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "leasehold/error.hpp"
+#include "leasehold/reply.hpp"
+#include "leasehold/request.hpp"
+
+namespace leasehold {
+
+using Clock = std::chrono::steady_clock;
+
+// The outcome of one query of a batch: a value, or the error that query alone met.
+template <class T>
+class Result {
+ public:
+  Result(T value) : value_(std::move(value)) {}
+  Result(std::error_code error, std::string detail = {})
+      : error_(error), detail_(std::move(detail)) {}
+
+  bool has_value() const noexcept { return value_.has_value(); }
+  explicit operator bool() const noexcept { return has_value(); }
+
+  std::error_code error() const noexcept { return error_; }
+  const std::string& detail() const noexcept { return detail_; }
+
+  // The value; throws Error if there is none.
+  T& value() & {
+    throw_if_error();
+    return *value_;
+  }
+  T&& value() && {
+    throw_if_error();
+    return std::move(*value_);
+  }
+  T& operator*() & { return value(); }
+  T* operator->() { return &value(); }
+
+ private:
+  void throw_if_error() const {
+    if (!value_)
+      throw_if(error_ ? error_ : make_error_code(errc::unexpected_reply), detail_);
+  }
+
+  std::optional<T> value_;
+  std::error_code error_;
+  std::string detail_;
+};
+
+// An error reply as a failed Result: the code says what kind (see classify_error_reply), the
+// detail is the server's own message.
+template <class T>
+Result<T> error_result(const Reply& reply) {
+  return Result<T>(classify_error_reply(reply.str), reply.str);
+}
+
+template <class Q>
+concept Query = requires(const Q& q, Reply reply, Clock::time_point sent) {
+  typename Q::result_type;
+  { q.request() } -> std::convertible_to<Request>;
+  { q.parse(std::move(reply), sent) } -> std::same_as<Result<typename Q::result_type>>;
+}
+&&std::default_initializable<typename Q::result_type>;
+
+// Any command, answered with its raw reply; an error reply is an error.
+// Command{"SET", "k", "v"}; Command{"GET", "k"}.retry_safe().
+class Command {
+ public:
+  using result_type = Reply;
+
+  Command(std::initializer_list<std::string_view> args) : args_(args.begin(), args.end()) {}
+  explicit Command(std::vector<std::string> args) : args_(std::move(args)) {}
+
+  Command&& retry_safe(bool safe = true) && {
+    retry_safe_ = safe;
+    return std::move(*this);
+  }
+
+  Request request() const { return Request::command(args_).retry_safe(retry_safe_); }
+
+  Result<Reply> parse(Reply reply, Clock::time_point) const {
+    if (reply.is_error())
+      return error_result<Reply>(reply);
+    return reply;
+  }
+
+ private:
+  std::vector<std::string> args_;
+  bool retry_safe_ = false;
+};
+
+}  // namespace leasehold

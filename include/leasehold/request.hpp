@@ -1,0 +1,60 @@
+// One Redis command, ready to send: its RESP bytes, plus what the transport needs to know about it
+// (is it a script call that may need the EVAL fallback, may it be sent again after a lost
+// connection). Requests are built by queries; the transport never inspects their arguments.
+#pragma once
+
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace leasehold {
+
+// A Lua script, identified by the SHA-1 of its body as Redis computes it for EVALSHA.
+// Scripts are long-lived constants: a Request refers to its Script, which must outlive it.
+class Script {
+ public:
+  explicit Script(std::string body);
+
+  const std::string& body() const noexcept { return body_; }
+  const std::string& sha1() const noexcept { return sha1_; }  // 40 lowercase hex digits
+
+ private:
+  std::string body_;
+  std::string sha1_;
+};
+
+class Request {
+ public:
+  // A command; args[0] is its name, e.g. {"SET", key, value}.
+  static Request command(std::initializer_list<std::string_view> args);
+  static Request command(std::span<const std::string_view> args);
+  static Request command(std::span<const std::string> args);
+
+  // EVALSHA of script; the transport falls back to EVAL when Redis answers NOSCRIPT.
+  static Request script(const Script& script, std::span<const std::string_view> keys,
+                        std::span<const std::string_view> args);
+
+  // A retry-safe request may be sent again after the connection was lost with it in flight (it
+  // has the same effect when run twice). Requests are not retry-safe unless they say so.
+  Request&& retry_safe(bool safe = true) && {
+    retry_safe_ = safe;
+    return std::move(*this);
+  }
+  bool is_retry_safe() const noexcept { return retry_safe_; }
+
+  const std::string& bytes() const noexcept { return bytes_; }
+  bool is_script() const noexcept { return script_ != nullptr; }
+
+  // The same script call as EVAL with the script's body: sent when Redis answered NOSCRIPT.
+  Request eval_fallback() const;
+
+ private:
+  std::string bytes_;
+  const Script* script_ = nullptr;
+  std::vector<std::string> script_args_;  // numkeys, keys..., args... (kept for the fallback)
+  bool retry_safe_ = false;
+};
+
+}  // namespace leasehold

@@ -1,0 +1,41 @@
+// Where a Redis server is and how to log in to it:
+//   redis://[user[:password]@]host[:port][/db]     (host may be [IPv6]; port defaults to 6379)
+//   unix:///path/to/socket[?db=N]                  (also unix://[user[:password]@]/path?db=N)
+// User and password are percent-decoded. A malformed URL is an Error(errc::invalid_url) whose
+// message quotes the URL with its password masked and says what is wrong.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace leasehold {
+
+struct RedisUrl {
+  enum class Transport : std::uint8_t { tcp, unix_socket };
+
+  Transport transport = Transport::tcp;
+  std::string host;           // tcp: name or address (IPv6 without brackets)
+  std::uint16_t port = 6379;  // tcp
+  std::string path;           // unix socket path
+  std::string user;           // empty: none (password alone logs in as the default user)
+  std::string password;       // empty: no AUTH
+  bool has_password = false;  // distinguishes "no password" from an empty one
+  int db = 0;
+
+  // Throws Error(errc::invalid_url) with a message that quotes the masked URL.
+  static RedisUrl parse(std::string_view url);
+  // Non-throwing: on failure sets ec and returns a description of the problem in *why.
+  static RedisUrl parse(std::string_view url, std::error_code& ec, std::string* why = nullptr);
+
+  // The URL with the password replaced by "***": safe to log.
+  std::string to_string() const;
+  // Where it connects, e.g. "127.0.0.1:6380" or "/tmp/redis.sock".
+  std::string address() const;
+};
+
+// `url` with any password replaced by "***", for messages about a URL that may not parse.
+std::string mask_password(std::string_view url);
+
+}  // namespace leasehold

@@ -1,0 +1,146 @@
+#include "leasehold/client.hpp"
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <future>
+#include <thread>
+
+#include "client_core.hpp"
+
+namespace leasehold {
+namespace {
+
+ClientOptions validated(ClientOptions options) {
+  using std::chrono::milliseconds;
+  if (options.connect_timeout <= milliseconds::zero())
+    throw Error(make_error_code(errc::invalid_argument), "the connect timeout must be positive");
+  if (options.command_timeout <= milliseconds::zero())
+    throw Error(make_error_code(errc::invalid_argument), "the command timeout must be positive");
+  if (options.reconnect_delay_min <= milliseconds::zero() ||
+      options.reconnect_delay_max < options.reconnect_delay_min)
+    throw Error(make_error_code(errc::invalid_argument),
+                "the reconnect delays must be positive, with min <= max");
+  return options;
+}
+
+}  // namespace
+
+struct Client::OwnedThread {
+  asio::io_context context{1};
+  asio::executor_work_guard<asio::io_context::executor_type> work{context.get_executor()};
+  std::thread thread;
+};
+
+Client::Client(std::string_view url, ClientOptions options)
+    : owned_(std::make_unique<OwnedThread>()) {
+  core_ = std::make_shared<detail::ClientCore>(owned_->context.get_executor(), RedisUrl::parse(url),
+                                               validated(std::move(options)));
+  core_->start();
+  owned_->thread = std::thread([context = &owned_->context] { context->run(); });
+}
+
+Client::Client(asio::any_io_executor executor, std::string_view url, ClientOptions options)
+    : core_(std::make_shared<detail::ClientCore>(std::move(executor), RedisUrl::parse(url),
+                                                 validated(std::move(options)))) {
+  core_->start();
+}
+
+Client::~Client() {
+  release();
+}
+
+void Client::release() noexcept {
+  close();
+  if (owned_) {
+    owned_->work.reset();
+    if (owned_->thread.joinable())
+      owned_->thread.join();
+  }
+  core_.reset();
+  owned_.reset();
+}
+
+Client::Client(Client&&) noexcept = default;
+
+Client& Client::operator=(Client&& other) noexcept {
+  if (this != &other) {
+    release();
+    owned_ = std::move(other.owned_);
+    core_ = std::move(other.core_);
+  }
+  return *this;
+}
+
+const RedisUrl& Client::url() const noexcept {
+  return core_->url();
+}
+const ClientOptions& Client::options() const noexcept {
+  return core_->options();
+}
+asio::any_io_executor Client::get_executor() const noexcept {
+  return core_->strand();
+}
+
+void Client::close() noexcept {
+  if (core_)
+    core_->close();
+}
+
+void Client::submit(std::vector<Request> requests, detail::OperationCompletion completion) {
+  auto operation = std::make_unique<detail::Operation>();
+  operation->requests = std::move(requests);
+  operation->complete = std::move(completion);
+  core_->submit(std::move(operation));
+}
+
+void Client::when_connected(detail::UniqueFunction<void(std::error_code, std::string)> callback) {
+  core_->when_connected(std::move(callback));
+}
+
+namespace {
+
+// A blocking call on the thread that runs the connection would wait for itself forever.
+std::error_code check_not_io_thread(const detail::ClientCore& core, const void* owned_thread) {
+  if (core.strand().running_in_this_thread())
+    return make_error_code(errc::called_from_io_thread);
+  if (owned_thread != nullptr &&
+      static_cast<const std::thread*>(owned_thread)->get_id() == std::this_thread::get_id())
+    return make_error_code(errc::called_from_io_thread);
+  return {};
+}
+
+}  // namespace
+
+Client::SyncOutcome Client::run_sync(std::vector<Request> requests) {
+  if (auto ec = check_not_io_thread(*core_, owned_ ? &owned_->thread : nullptr))
+    return {ec, "process() was called on the client's I/O thread", {}};
+  std::promise<SyncOutcome> promise;
+  std::future<SyncOutcome> future = promise.get_future();
+  submit(std::move(requests),
+         [&promise](std::error_code ec, std::string detail, std::vector<Reply> replies) {
+           promise.set_value({ec, std::move(detail), std::move(replies)});
+         });
+  return future.get();
+}
+
+std::pair<std::error_code, std::string> Client::wait_connected() {
+  if (auto ec = check_not_io_thread(*core_, owned_ ? &owned_->thread : nullptr))
+    return {ec, "connect() was called on the client's I/O thread"};
+  std::promise<std::pair<std::error_code, std::string>> promise;
+  auto future = promise.get_future();
+  when_connected([&promise](std::error_code error, std::string why) {
+    promise.set_value({error, std::move(why)});
+  });
+  return future.get();
+}
+
+void Client::connect(std::error_code& ec) {
+  ec = wait_connected().first;
+}
+
+void Client::connect() {
+  auto [ec, detail] = wait_connected();
+  throw_if(ec, detail);
+}
+
+}  // namespace leasehold

@@ -1,0 +1,513 @@
+#include "client_core.hpp"
+
+#include <asio/co_spawn.hpp>
+#include <asio/connect.hpp>
+#include <asio/experimental/awaitable_operators.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/local/stream_protocol.hpp>
+#include <asio/post.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/write.hpp>
+
+namespace leasehold::detail {
+namespace {
+
+using asio::use_awaitable;
+using namespace asio::experimental::awaitable_operators;
+
+constexpr std::size_t kReadChunk = 64 * 1024;
+
+bool is_fatal(std::error_code ec) {
+  return ec == errc::auth_failed || ec == errc::select_failed;
+}
+
+bool starts_with_noscript(const Reply& reply) {
+  return reply.is_error() && reply.str.starts_with("NOSCRIPT");
+}
+
+void rethrow_unexpected(std::exception_ptr error) {
+  // The loops report failures as values; an exception here is a bug in leasehold.
+  if (error)
+    std::rethrow_exception(error);
+}
+
+}  // namespace
+
+bool Operation::retry_safe() const {
+  for (const Request& request : requests)
+    if (!request.is_retry_safe())
+      return false;
+  return true;
+}
+
+ClientCore::ClientCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options)
+    : url_(std::move(url)),
+      options_(std::move(options)),
+      strand_(asio::make_strand(std::move(executor))),
+      socket_(strand_),
+      writer_wakeup_(strand_),
+      expiry_timer_(strand_, Clock::time_point::max()),
+      backoff_timer_(strand_),
+      read_buffer_(kReadChunk),
+      jitter_(std::random_device{}()) {}
+
+void ClientCore::start() {
+  asio::co_spawn(strand_, run(), rethrow_unexpected);
+  asio::co_spawn(strand_, expire_loop(), rethrow_unexpected);
+}
+
+void ClientCore::submit(std::unique_ptr<Operation> operation) {
+  operation->deadline = Clock::now() + options_.command_timeout;
+  asio::post(strand_, [self = shared_from_this(), operation = std::move(operation)]() mutable {
+    if (self->closed_ || self->fatal_.error) {
+      const Failure& failure =
+          self->fatal_.error ? self->fatal_
+                             : Failure{make_error_code(errc::closed), "the client was closed"};
+      operation->complete(failure.error, failure.detail, {});
+      return;
+    }
+    if (operation->requests.empty()) {
+      operation->complete({}, {}, {});
+      return;
+    }
+    self->enqueue(std::move(operation), false);
+  });
+}
+
+void ClientCore::enqueue(std::unique_ptr<Operation> operation, bool at_front) {
+  if (operation->deadline < expiry_timer_.expiry())
+    expiry_timer_.expires_at(operation->deadline);
+  operation->replies.reserve(operation->requests.size());
+  if (at_front)
+    waiting_.push_front(std::move(operation));
+  else
+    waiting_.push_back(std::move(operation));
+  if (writer_idle_)
+    writer_wakeup_.cancel();
+}
+
+void ClientCore::when_connected(UniqueFunction<void(std::error_code, std::string)> callback) {
+  asio::post(strand_, [self = shared_from_this(), callback = std::move(callback)]() mutable {
+    if (self->fatal_.error)
+      callback(self->fatal_.error, self->fatal_.detail);
+    else if (self->closed_)
+      callback(make_error_code(errc::closed), "the client was closed");
+    else if (self->connected_)
+      callback({}, {});
+    else
+      self->connect_waiters_.push_back(std::move(callback));
+  });
+}
+
+void ClientCore::close() {
+  asio::post(strand_, [self = shared_from_this()] {
+    if (self->closed_)
+      return;
+    self->closed_ = true;
+    std::error_code ignored;
+    self->socket_.close(ignored);
+    self->writer_wakeup_.cancel();
+    self->expiry_timer_.cancel();
+    self->backoff_timer_.cancel();
+    self->fail_everything({make_error_code(errc::closed), "the client was closed"});
+  });
+}
+
+asio::awaitable<void> ClientCore::run() {
+  auto self = shared_from_this();  // keeps the state alive for as long as the loop runs
+  auto backoff = options_.reconnect_delay_min;
+  while (!closed_) {
+    Failure failure = co_await connect_once();
+    if (closed_)
+      break;
+    if (!failure.error) {
+      connected_ = true;
+      backoff = options_.reconnect_delay_min;
+      notify_connect_waiters({});
+      Failure read_failure;
+      Failure write_failure;
+      co_await (read_loop(read_failure) || write_loop(write_failure));
+      connected_ = false;
+      std::error_code ignored;
+      socket_.close(ignored);
+      if (closed_)
+        break;
+      fail_in_flight(read_failure.error ? read_failure : write_failure);
+    } else {
+      notify_connect_waiters(failure);
+      if (is_fatal(failure.error)) {
+        fatal_ = failure;
+        fail_everything(failure);
+        break;
+      }
+    }
+    backoff_timer_.expires_after(backoff);
+    std::error_code ignored;
+    co_await backoff_timer_.async_wait(asio::redirect_error(use_awaitable, ignored));
+    backoff = next_backoff(backoff);
+  }
+  std::error_code ignored;
+  socket_.close(ignored);
+}
+
+std::chrono::milliseconds ClientCore::next_backoff(std::chrono::milliseconds current) {
+  // Double, capped, with up to 25% jitter so that many clients do not reconnect in lockstep.
+  const auto doubled = std::min(current * 2, options_.reconnect_delay_max);
+  const auto spread = std::max<std::int64_t>(1, doubled.count() / 4);
+  return doubled - std::chrono::milliseconds(static_cast<std::int64_t>(jitter_() % spread));
+}
+
+asio::awaitable<ClientCore::Failure> ClientCore::connect_once() {
+  reader_ = std::make_unique<codec::ReplyReader>();
+  std::error_code ec;
+  socket_.close(ec);
+
+  // One watchdog bounds resolving, connecting and the handshake: closing the socket (and
+  // cancelling the resolver) makes whatever is pending complete with an error.
+  auto resolver = std::make_shared<asio::ip::tcp::resolver>(strand_);
+  auto timed_out = std::make_shared<bool>(false);
+  asio::steady_timer watchdog(strand_);
+  watchdog.expires_after(options_.connect_timeout);
+  watchdog.async_wait([this, self = shared_from_this(), resolver, timed_out](std::error_code e) {
+    if (e || *timed_out)
+      return;
+    *timed_out = true;
+    resolver->cancel();
+    std::error_code ignored;
+    socket_.close(ignored);
+  });
+  auto finish = [&](Failure failure) {
+    if (*timed_out) {
+      return Failure{make_error_code(errc::connect_timeout),
+                     "connecting to Redis at " + url_.address() + " took longer than " +
+                         std::to_string(options_.connect_timeout.count()) + " ms"};
+    }
+    *timed_out = true;  // disarms the watchdog if its completion is already queued
+    watchdog.cancel();
+    return failure;
+  };
+
+  std::vector<asio::generic::stream_protocol::endpoint> endpoints;
+  if (url_.transport == RedisUrl::Transport::unix_socket) {
+    try {
+      endpoints.emplace_back(asio::local::stream_protocol::endpoint(url_.path));
+    } catch (const std::system_error& e) {
+      co_return finish(
+          {make_error_code(errc::connect_failed),
+           "cannot use the unix socket path '" + url_.path + "': " + e.code().message()});
+    }
+  } else {
+    auto results = co_await resolver->async_resolve(url_.host, std::to_string(url_.port),
+                                                    asio::redirect_error(use_awaitable, ec));
+    if (ec) {
+      co_return finish({make_error_code(errc::connect_failed),
+                        "cannot resolve the Redis host '" + url_.host + "': " + ec.message()});
+    }
+    for (const auto& entry : results)
+      endpoints.emplace_back(entry.endpoint());
+  }
+
+  ec = asio::error::host_not_found;
+  for (const auto& endpoint : endpoints) {
+    std::error_code ignored;
+    socket_.close(ignored);
+    if (*timed_out)
+      break;
+    socket_.open(endpoint.protocol(), ec);
+    if (ec)
+      continue;
+    co_await socket_.async_connect(endpoint, asio::redirect_error(use_awaitable, ec));
+    if (!ec)
+      break;
+  }
+  if (ec) {
+    co_return finish({make_error_code(errc::connect_failed),
+                      "could not connect to Redis at " + url_.address() + ": " + ec.message()});
+  }
+  if (url_.transport == RedisUrl::Transport::tcp) {
+    std::error_code ignored;
+    socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+    socket_.set_option(asio::socket_base::keep_alive(true), ignored);
+  }
+  Failure failure = co_await handshake();
+  co_return finish(std::move(failure));
+}
+
+asio::awaitable<ClientCore::Failure> ClientCore::handshake() {
+  enum class Step { auth, select, set_name, ping };
+  std::vector<Step> steps;
+  std::string bytes;
+  if (url_.has_password) {
+    steps.push_back(Step::auth);
+    bytes += url_.user.empty() ? Request::command({"AUTH", url_.password}).bytes()
+                               : Request::command({"AUTH", url_.user, url_.password}).bytes();
+  }
+  const std::string db = std::to_string(url_.db);
+  if (url_.db != 0) {
+    steps.push_back(Step::select);
+    bytes += Request::command({"SELECT", db}).bytes();
+  }
+  if (!options_.client_name.empty()) {
+    steps.push_back(Step::set_name);
+    bytes += Request::command({"CLIENT", "SETNAME", options_.client_name}).bytes();
+  }
+  // PING tells "needs a password" (NOAUTH) and "still loading" apart before any call is sent.
+  steps.push_back(Step::ping);
+  bytes += Request::command({"PING"}).bytes();
+
+  std::error_code ec;
+  co_await asio::async_write(socket_, asio::buffer(bytes), asio::redirect_error(use_awaitable, ec));
+  std::vector<Reply> replies;
+  while (!ec && replies.size() < steps.size()) {
+    std::error_code parse_error;
+    while (replies.size() < steps.size()) {
+      auto reply = reader_->next(parse_error);
+      if (!reply)
+        break;
+      replies.push_back(std::move(*reply));
+    }
+    if (parse_error) {
+      co_return Failure{make_error_code(errc::protocol_error),
+                        "the server at " + url_.address() +
+                            " does not speak the Redis protocol: " + reader_->error_text()};
+    }
+    if (replies.size() == steps.size())
+      break;
+    const std::size_t n = co_await socket_.async_read_some(asio::buffer(read_buffer_),
+                                                           asio::redirect_error(use_awaitable, ec));
+    if (!ec)
+      reader_->feed(read_buffer_.data(), n);
+  }
+  if (ec) {
+    co_return Failure{make_error_code(errc::connect_failed),
+                      "the connection to Redis at " + url_.address() +
+                          " failed while logging in: " + ec.message()};
+  }
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const Reply& reply = replies[i];
+    if (!reply.is_error())
+      continue;
+    switch (steps[i]) {
+      case Step::auth:
+        co_return Failure{
+            make_error_code(errc::auth_failed),
+            "Redis at " + url_.address() + " refused to log in " +
+                (url_.user.empty() ? "with the password" : "as user '" + url_.user + "'") +
+                " from the URL: " + reply.str};
+      case Step::select:
+        co_return Failure{
+            make_error_code(errc::select_failed),
+            "Redis at " + url_.address() + " refused SELECT " + db + ": " + reply.str};
+      case Step::set_name:
+        break;  // a name is a courtesy; an ACL may forbid CLIENT SETNAME
+      case Step::ping:
+        if (reply.str.starts_with("NOAUTH")) {
+          co_return Failure{make_error_code(errc::auth_failed),
+                            "Redis at " + url_.address() +
+                                " requires a password, and the URL gives none: " + reply.str};
+        }
+        if (reply.str.starts_with("LOADING")) {
+          co_return Failure{make_error_code(errc::server_loading),
+                            "Redis at " + url_.address() + " is loading its dataset"};
+        }
+        break;  // e.g. NOPERM for PING: calls will say what they lack
+    }
+  }
+  co_return Failure{};
+}
+
+asio::awaitable<void> ClientCore::read_loop(Failure& failure) {
+  for (;;) {
+    std::error_code ec;
+    const std::size_t n = co_await socket_.async_read_some(asio::buffer(read_buffer_),
+                                                           asio::redirect_error(use_awaitable, ec));
+    if (ec) {
+      failure = {make_error_code(errc::connection_lost),
+                 "the connection to Redis at " + url_.address() + " was lost (" +
+                     (ec == asio::error::eof ? std::string("closed by the server") : ec.message()) +
+                     ") with the call in flight; it may or may not have run"};
+      co_return;
+    }
+    reader_->feed(read_buffer_.data(), n);
+    for (;;) {
+      std::optional<Reply> reply = reader_->next(ec);
+      if (ec || (reply && in_flight_.empty())) {
+        failure = {
+            make_error_code(errc::protocol_error),
+            ec ? "Redis at " + url_.address() + " sent a malformed reply: " + reader_->error_text()
+               : "Redis at " + url_.address() + " sent a reply nobody asked for"};
+        co_return;
+      }
+      if (!reply)
+        break;
+      deliver(std::move(*reply));
+    }
+  }
+}
+
+asio::awaitable<void> ClientCore::write_loop(Failure& failure) {
+  std::vector<asio::const_buffer> buffers;
+  for (;;) {
+    while (waiting_.empty()) {
+      writer_idle_ = true;
+      writer_wakeup_.expires_at(Clock::time_point::max());
+      std::error_code ignored;
+      co_await writer_wakeup_.async_wait(asio::redirect_error(use_awaitable, ignored));
+      writer_idle_ = false;
+      const auto state = co_await asio::this_coro::cancellation_state;
+      if (state.cancelled() != asio::cancellation_type::none || closed_)
+        co_return;
+    }
+    // Everything queued goes out in one write. The operations move to in_flight_ first: a reply
+    // can only come after its request's bytes were sent, so the buffers stay valid.
+    buffers.clear();
+    while (!waiting_.empty()) {
+      for (const Request& request : waiting_.front()->requests)
+        buffers.push_back(asio::buffer(request.bytes()));
+      in_flight_.push_back(std::move(waiting_.front()));
+      waiting_.pop_front();
+    }
+    std::error_code ec;
+    co_await asio::async_write(socket_, buffers, asio::redirect_error(use_awaitable, ec));
+    if (ec) {
+      failure = {make_error_code(errc::connection_lost),
+                 "the connection to Redis at " + url_.address() + " failed while sending (" +
+                     ec.message() + "); the call may or may not have run"};
+      co_return;
+    }
+  }
+}
+
+void ClientCore::deliver(Reply reply) {
+  Operation& front = *in_flight_.front();
+  front.replies.push_back(std::move(reply));
+  if (front.replies.size() < front.requests.size())
+    return;
+  std::unique_ptr<Operation> done = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  if (expired_in_flight_ > 0) {
+    --expired_in_flight_;  // its caller already got command_timeout
+    return;
+  }
+  finish(std::move(done));
+}
+
+void ClientCore::finish(std::unique_ptr<Operation> operation) {
+  // NOSCRIPT: the script cache was flushed or the server restarted. Nothing ran, so send the
+  // same calls as EVAL (which caches the script again) and answer the caller with those replies.
+  std::vector<std::size_t> missing;
+  for (std::size_t i = 0; i < operation->requests.size(); ++i)
+    if (operation->requests[i].is_script() && starts_with_noscript(operation->replies[i]))
+      missing.push_back(i);
+  if (missing.empty()) {
+    operation->complete({}, {}, std::move(operation->replies));
+    return;
+  }
+  auto retry = std::make_unique<Operation>();
+  retry->deadline = operation->deadline;
+  for (std::size_t i : missing)
+    retry->requests.push_back(operation->requests[i].eval_fallback());
+  retry->complete = [original = std::move(operation), missing = std::move(missing)](
+                        std::error_code ec, std::string detail,
+                        std::vector<Reply> replies) mutable {
+    if (ec) {
+      original->complete(ec, std::move(detail), {});
+      return;
+    }
+    for (std::size_t k = 0; k < missing.size(); ++k)
+      original->replies[missing[k]] = std::move(replies[k]);
+    original->complete({}, {}, std::move(original->replies));
+  };
+  // Its deadline is older than any queued operation's: the front keeps deadlines in order.
+  enqueue(std::move(retry), true);
+}
+
+asio::awaitable<void> ClientCore::expire_loop() {
+  auto self = shared_from_this();
+  while (!closed_) {
+    std::error_code ignored;
+    co_await expiry_timer_.async_wait(asio::redirect_error(use_awaitable, ignored));
+    if (closed_)
+      break;
+    expire_due(Clock::now());
+    rearm_expiry();
+  }
+}
+
+void ClientCore::rearm_expiry() {
+  Clock::time_point next = Clock::time_point::max();
+  if (expired_in_flight_ < in_flight_.size())
+    next = in_flight_[expired_in_flight_]->deadline;
+  else if (!waiting_.empty())
+    next = waiting_.front()->deadline;
+  if (next != expiry_timer_.expiry())
+    expiry_timer_.expires_at(next);
+}
+
+void ClientCore::expire_due(Clock::time_point now) {
+  const std::string timeout = std::to_string(options_.command_timeout.count()) + " ms";
+  while (expired_in_flight_ < in_flight_.size() &&
+         in_flight_[expired_in_flight_]->deadline <= now) {
+    // Stays in in_flight_ so that its replies, when they come, are matched and dropped.
+    OperationCompletion complete = std::move(in_flight_[expired_in_flight_]->complete);
+    ++expired_in_flight_;
+    complete(make_error_code(errc::command_timeout),
+             "Redis at " + url_.address() + " did not answer within " + timeout +
+                 "; the call was sent and may or may not have run",
+             {});
+  }
+  while (!waiting_.empty() && waiting_.front()->deadline <= now) {
+    std::unique_ptr<Operation> operation = std::move(waiting_.front());
+    waiting_.pop_front();
+    operation->complete(make_error_code(errc::command_timeout),
+                        (connected_ ? "the call waited " + timeout + " to be sent to Redis at "
+                                    : "no connection to Redis at ") +
+                            url_.address() + (connected_ ? "" : " within " + timeout) +
+                            "; the call was not sent",
+                        {});
+  }
+}
+
+void ClientCore::fail_in_flight(const Failure& failure) {
+  // Calls that may safely run twice go out again, ahead of the queue and in their order;
+  // the others fail: they may or may not have run.
+  std::deque<std::unique_ptr<Operation>> resend;
+  for (std::size_t i = expired_in_flight_; i < in_flight_.size(); ++i) {
+    std::unique_ptr<Operation>& operation = in_flight_[i];
+    if (operation->retry_safe()) {
+      operation->replies.clear();
+      resend.push_back(std::move(operation));
+    } else {
+      operation->complete(failure.error, failure.detail, {});
+    }
+  }
+  in_flight_.clear();
+  expired_in_flight_ = 0;
+  while (!resend.empty()) {
+    waiting_.push_front(std::move(resend.back()));
+    resend.pop_back();
+  }
+}
+
+void ClientCore::fail_everything(const Failure& failure) {
+  for (std::size_t i = expired_in_flight_; i < in_flight_.size(); ++i)
+    in_flight_[i]->complete(failure.error, failure.detail, {});
+  in_flight_.clear();
+  expired_in_flight_ = 0;
+  std::deque<std::unique_ptr<Operation>> waiting = std::move(waiting_);
+  waiting_.clear();
+  for (auto& operation : waiting)
+    operation->complete(failure.error, failure.detail, {});
+  notify_connect_waiters(failure);
+}
+
+void ClientCore::notify_connect_waiters(const Failure& failure) {
+  auto waiters = std::move(connect_waiters_);
+  connect_waiters_.clear();
+  for (auto& waiter : waiters)
+    waiter(failure.error, failure.detail);
+}
+
+}  // namespace leasehold::detail

@@ -1,0 +1,112 @@
+#include "codec.hpp"
+
+#include <hiredis/hiredis.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "leasehold/error.hpp"
+
+namespace leasehold::codec {
+
+std::string format_command(std::span<const std::string_view> args) {
+  std::vector<const char*> argv(args.size());
+  std::vector<std::size_t> lengths(args.size());
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    argv[i] = args[i].data();
+    lengths[i] = args[i].size();
+  }
+  char* out = nullptr;
+  const int length =
+      redisFormatCommandArgv(&out, static_cast<int>(args.size()), argv.data(), lengths.data());
+  if (length < 0 || out == nullptr)
+    throw std::bad_alloc();
+  std::string bytes(out, static_cast<std::size_t>(length));
+  redisFreeCommand(out);
+  return bytes;
+}
+
+namespace {
+
+// hiredis calls these to build each reply node. A root is heap-allocated; a child lives inside its
+// parent's `elements`, which createArray sized up front. Only roots are ever freed.
+Reply* place(const redisReadTask* task, Reply&& value) {
+  if (task->parent != nullptr) {
+    auto* parent = static_cast<Reply*>(task->parent->obj);
+    Reply& slot = parent->elements[static_cast<std::size_t>(task->idx)];
+    slot = std::move(value);
+    return &slot;
+  }
+  return new Reply(std::move(value));
+}
+
+void* create_string(const redisReadTask* task, char* str, size_t len) {
+  std::string text(str, len);
+  switch (task->type) {
+    case REDIS_REPLY_ERROR:
+      return place(task, Reply::make_error(std::move(text)));
+    case REDIS_REPLY_STATUS:
+      return place(task, Reply::make_status(std::move(text)));
+    default:
+      return place(task, Reply::make_string(std::move(text)));
+  }
+}
+
+void* create_array(const redisReadTask* task, int elements) {
+  return place(task, Reply::make_array(std::vector<Reply>(static_cast<std::size_t>(elements))));
+}
+
+void* create_integer(const redisReadTask* task, long long value) {
+  return place(task, Reply::make_integer(value));
+}
+
+void* create_nil(const redisReadTask* task) {
+  return place(task, Reply::make_nil());
+}
+
+void free_object(void* reply) {
+  delete static_cast<Reply*>(reply);
+}
+
+redisReplyObjectFunctions reply_functions = {create_string, create_array, create_integer,
+                                             create_nil, free_object};
+
+}  // namespace
+
+struct ReplyReader::Impl {
+  redisReader* reader = nullptr;
+};
+
+ReplyReader::ReplyReader() : impl_(std::make_unique<Impl>()) {
+  impl_->reader = redisReaderCreateWithFunctions(&reply_functions);
+  if (impl_->reader == nullptr)
+    throw std::bad_alloc();
+  impl_->reader->maxbuf = 0;  // keep the buffer: no shrinking/regrowing on every large read
+}
+
+ReplyReader::~ReplyReader() {
+  redisReaderFree(impl_->reader);
+}
+
+void ReplyReader::feed(const char* data, std::size_t size) {
+  if (redisReaderFeed(impl_->reader, data, size) != REDIS_OK)
+    throw std::bad_alloc();
+}
+
+std::optional<Reply> ReplyReader::next(std::error_code& ec) {
+  void* raw = nullptr;
+  if (redisReaderGetReply(impl_->reader, &raw) != REDIS_OK) {
+    ec = make_error_code(errc::protocol_error);
+    return std::nullopt;
+  }
+  if (raw == nullptr)
+    return std::nullopt;
+  std::unique_ptr<Reply> reply(static_cast<Reply*>(raw));
+  return std::move(*reply);
+}
+
+std::string ReplyReader::error_text() const {
+  return impl_->reader->errstr;
+}
+
+}  // namespace leasehold::codec

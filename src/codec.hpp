@@ -1,0 +1,41 @@
+// The codec layer: hiredis used only as a pure byte codec. Commands are formatted with
+// redisFormatCommandArgv; replies are parsed by a redisReader that builds leasehold::Reply values
+// directly (no intermediate redisReply tree). No sockets here.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include "leasehold/reply.hpp"
+
+namespace leasehold::codec {
+
+// The RESP bytes of one command (args[0] is the command name).
+std::string format_command(std::span<const std::string_view> args);
+
+// Incremental reply parser: feed() bytes as they arrive, then take complete replies with next().
+class ReplyReader {
+ public:
+  ReplyReader();
+  ~ReplyReader();
+  ReplyReader(const ReplyReader&) = delete;
+  ReplyReader& operator=(const ReplyReader&) = delete;
+
+  void feed(const char* data, std::size_t size);
+  // The next complete reply, std::nullopt if more bytes are needed. On malformed input sets ec to
+  // errc::protocol_error (and the reader must be discarded).
+  std::optional<Reply> next(std::error_code& ec);
+  // Hiredis' description of the last protocol error.
+  std::string error_text() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace leasehold::codec

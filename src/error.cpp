@@ -1,0 +1,80 @@
+#include "leasehold/error.hpp"
+
+namespace leasehold {
+namespace {
+
+class Category final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "leasehold"; }
+
+  std::string message(int value) const override {
+    switch (static_cast<errc>(value)) {
+      case errc::invalid_url:
+        return "The Redis URL is malformed; use redis://[user[:password]@]host[:port][/db] or "
+               "unix:///path/to/socket[?db=N].";
+      case errc::invalid_argument:
+        return "An argument is out of range or malformed.";
+      case errc::called_from_io_thread:
+        return "A blocking call was made from the client's own I/O thread, where it would wait "
+               "forever; use the async_ form there.";
+      case errc::connect_failed:
+        return "Could not connect to Redis; check that the server runs and the URL is right.";
+      case errc::connect_timeout:
+        return "Connecting to Redis took longer than the connect timeout; check the address and "
+               "the network, or raise the timeout.";
+      case errc::command_timeout:
+        return "Redis did not answer within the command timeout; the server may be overloaded, "
+               "paused or unreachable.";
+      case errc::connection_lost:
+        return "The connection to Redis was lost after the command was sent; it may or may not "
+               "have been executed.";
+      case errc::closed:
+        return "The client was closed; no more commands can run on it.";
+      case errc::protocol_error:
+        return "Redis sent bytes that are not valid RESP; the peer may not be a Redis server.";
+      case errc::auth_failed:
+        return "Redis refused the credentials; check the user and password in the URL.";
+      case errc::select_failed:
+        return "Redis refused to select the database named in the URL; check the database number.";
+      case errc::server_error:
+        return "Redis answered the command with an error.";
+      case errc::wrong_type:
+        return "A key used by leasehold already holds a value of another type; remove it or use "
+               "another prefix.";
+      case errc::out_of_memory:
+        return "Redis is out of memory (maxmemory reached) and refuses writes; free memory or "
+               "raise maxmemory.";
+      case errc::no_permission:
+        return "The Redis user lacks a permission the command needs; grant the command or key "
+               "pattern in its ACL.";
+      case errc::no_script:
+        return "Redis no longer has the Lua script cached (NOSCRIPT).";
+      case errc::server_busy:
+        return "Redis is busy running a long script (BUSY); retry later.";
+      case errc::server_loading:
+        return "Redis is still loading its dataset (LOADING); retry in a moment.";
+      case errc::read_only_replica:
+        return "The server is a read-only replica; connect to the primary.";
+      case errc::unexpected_reply:
+        return "Redis answered with a reply of an unexpected type.";
+    }
+    return "Unknown leasehold error.";
+  }
+};
+
+}  // namespace
+
+const std::error_category& category() noexcept {
+  static const Category instance;
+  return instance;
+}
+
+void throw_if(std::error_code code, const std::string& detail) {
+  if (!code)
+    return;
+  if (detail.empty())
+    throw Error(code);
+  throw Error(code, detail);
+}
+
+}  // namespace leasehold

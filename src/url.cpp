@@ -1,0 +1,227 @@
+#include "leasehold/url.hpp"
+
+#include <charconv>
+
+#include "leasehold/error.hpp"
+
+namespace leasehold {
+namespace {
+
+constexpr std::string_view kRedisScheme = "redis://";
+constexpr std::string_view kUnixScheme = "unix://";
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+bool percent_decode(std::string_view in, std::string& out) {
+  out.clear();
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out.push_back(in[i]);
+      continue;
+    }
+    if (i + 2 >= in.size())
+      return false;
+    const int hi = hex_value(in[i + 1]);
+    const int lo = hex_value(in[i + 2]);
+    if (hi < 0 || lo < 0)
+      return false;
+    out.push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
+  }
+  return true;
+}
+
+template <class Int>
+bool parse_number(std::string_view text, Int& value) {
+  if (text.empty())
+    return false;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return ec == std::errc{} && end == text.data() + text.size();
+}
+
+struct Failure {
+  std::string why;
+};
+
+// Splits "user:password@rest" into credentials and rest; fills url.user / url.password.
+std::string_view take_credentials(std::string_view rest, RedisUrl& url) {
+  const auto at = rest.rfind('@');
+  if (at == std::string_view::npos)
+    return rest;
+  const std::string_view userinfo = rest.substr(0, at);
+  const auto colon = userinfo.find(':');
+  std::string_view user = userinfo.substr(0, colon);
+  if (!percent_decode(user, url.user))
+    throw Failure{"the user name has a bad %-escape"};
+  if (colon != std::string_view::npos) {
+    if (!percent_decode(userinfo.substr(colon + 1), url.password))
+      throw Failure{"the password has a bad %-escape"};
+    url.has_password = true;
+  } else if (!url.user.empty()) {
+    // "redis://secret@host" is the common way to give a password alone.
+    url.password = std::move(url.user);
+    url.user.clear();
+    url.has_password = true;
+  }
+  if (url.has_password && url.password.empty() && url.user.empty())
+    throw Failure{"the password is empty"};
+  return rest.substr(at + 1);
+}
+
+int parse_db(std::string_view text) {
+  int db = 0;
+  if (!parse_number(text, db) || db < 0)
+    throw Failure{"the database must be a number >= 0"};
+  return db;
+}
+
+void parse_tcp(std::string_view rest, RedisUrl& url) {
+  url.transport = RedisUrl::Transport::tcp;
+  if (rest.find('?') != std::string_view::npos)
+    throw Failure{"redis:// URLs take no query string; give the database as /N"};
+  rest = take_credentials(rest, url);
+  const auto slash = rest.find('/');
+  std::string_view hostport = rest.substr(0, slash);
+  if (slash != std::string_view::npos) {
+    const std::string_view db = rest.substr(slash + 1);
+    if (!db.empty())
+      url.db = parse_db(db);
+  }
+  std::string_view port;
+  if (!hostport.empty() && hostport.front() == '[') {
+    const auto close = hostport.find(']');
+    if (close == std::string_view::npos)
+      throw Failure{"the IPv6 address misses its closing ']'"};
+    url.host = std::string(hostport.substr(1, close - 1));
+    const std::string_view after = hostport.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':')
+        throw Failure{"expected ':port' after the IPv6 address"};
+      port = after.substr(1);
+      if (port.empty())
+        throw Failure{"the port is empty"};
+    }
+  } else {
+    const auto colon = hostport.find(':');
+    url.host = std::string(hostport.substr(0, colon));
+    if (colon != std::string_view::npos) {
+      port = hostport.substr(colon + 1);
+      if (port.empty())
+        throw Failure{"the port is empty"};
+    }
+  }
+  if (url.host.empty())
+    throw Failure{"the host is missing"};
+  if (!port.empty()) {
+    unsigned value = 0;
+    if (!parse_number(port, value) || value == 0 || value > 65535)
+      throw Failure{"the port must be a number from 1 to 65535"};
+    url.port = static_cast<std::uint16_t>(value);
+  }
+}
+
+RedisUrl parse_or_throw_failure(std::string_view text) {
+  RedisUrl url;
+  if (text.starts_with(kRedisScheme)) {
+    parse_tcp(text.substr(kRedisScheme.size()), url);
+    return url;
+  }
+  if (text.starts_with(kUnixScheme)) {
+    std::string_view rest = text.substr(kUnixScheme.size());
+    const auto at = rest.find("@/");
+    if (at != std::string_view::npos) {
+      take_credentials(rest.substr(0, at + 1), url);
+      rest = rest.substr(at + 1);
+    }
+    url.transport = RedisUrl::Transport::unix_socket;
+    const auto q = rest.find('?');
+    url.path = std::string(rest.substr(0, q));
+    if (url.path.empty() || url.path.front() != '/')
+      throw Failure{"the socket path must be absolute, as in unix:///run/redis.sock"};
+    if (q != std::string_view::npos) {
+      const std::string_view query = rest.substr(q + 1);
+      if (!query.starts_with("db=") || query.find('&') != std::string_view::npos)
+        throw Failure{"the only query parameter is db=N"};
+      url.db = parse_db(query.substr(3));
+    }
+    return url;
+  }
+  if (text.empty())
+    throw Failure{"it is empty"};
+  if (text.starts_with("rediss://"))
+    throw Failure{"TLS (rediss://) is not supported yet"};
+  throw Failure{"it must start with redis:// or unix://"};
+}
+
+}  // namespace
+
+std::string mask_password(std::string_view url) {
+  const auto scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos)
+    return std::string(url);
+  const auto start = scheme_end + 3;
+  const auto at = url.rfind('@');
+  if (at == std::string_view::npos || at < start)
+    return std::string(url);
+  const std::string_view userinfo = url.substr(start, at - start);
+  const auto colon = userinfo.find(':');
+  std::string out(url.substr(0, start));
+  if (colon != std::string_view::npos) {
+    out += userinfo.substr(0, colon);
+    out += ":***";
+  } else {
+    out += "***";  // a lone userinfo is a password (see take_credentials)
+  }
+  out += url.substr(at);
+  return out;
+}
+
+RedisUrl RedisUrl::parse(std::string_view url, std::error_code& ec, std::string* why) {
+  ec.clear();
+  try {
+    return parse_or_throw_failure(url);
+  } catch (const Failure& failure) {
+    ec = make_error_code(errc::invalid_url);
+    if (why)
+      *why = "invalid Redis URL '" + mask_password(url) + "': " + failure.why;
+    return {};
+  }
+}
+
+RedisUrl RedisUrl::parse(std::string_view url) {
+  std::error_code ec;
+  std::string why;
+  RedisUrl parsed = parse(url, ec, &why);
+  throw_if(ec, why);
+  return parsed;
+}
+
+std::string RedisUrl::address() const {
+  if (transport == Transport::unix_socket)
+    return path;
+  if (host.find(':') != std::string::npos)
+    return "[" + host + "]:" + std::to_string(port);
+  return host + ":" + std::to_string(port);
+}
+
+std::string RedisUrl::to_string() const {
+  std::string credentials;
+  if (!user.empty())
+    credentials = user + (has_password ? ":***" : "") + "@";
+  else if (has_password)
+    credentials = "***@";
+  if (transport == Transport::unix_socket) {
+    return "unix://" + credentials + path + (db != 0 ? "?db=" + std::to_string(db) : "");
+  }
+  return "redis://" + credentials + address() + (db != 0 ? "/" + std::to_string(db) : "");
+}
+
+}  // namespace leasehold

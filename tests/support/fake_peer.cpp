@@ -1,0 +1,1 @@
+// Placeholder: the fake peer is added with the transport unit tests.

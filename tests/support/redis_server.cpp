@@ -1,0 +1,238 @@
+#include "redis_server.hpp"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace leasehold::testing {
+namespace {
+
+std::string make_temp_dir() {
+  std::string pattern =
+      (std::filesystem::temp_directory_path() / "leasehold-redis-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr)
+    throw std::runtime_error("mkdtemp failed");
+  return pattern;
+}
+
+Reply to_reply(const redisReply* reply) {
+  switch (reply->type) {
+    case REDIS_REPLY_STRING:
+      return Reply::make_string(std::string(reply->str, reply->len));
+    case REDIS_REPLY_STATUS:
+      return Reply::make_status(std::string(reply->str, reply->len));
+    case REDIS_REPLY_ERROR:
+      return Reply::make_error(std::string(reply->str, reply->len));
+    case REDIS_REPLY_INTEGER:
+      return Reply::make_integer(reply->integer);
+    case REDIS_REPLY_ARRAY: {
+      std::vector<Reply> elements;
+      for (size_t i = 0; i < reply->elements; ++i)
+        elements.push_back(to_reply(reply->element[i]));
+      return Reply::make_array(std::move(elements));
+    }
+    default:
+      return Reply::make_nil();
+  }
+}
+
+}  // namespace
+
+int free_port() {
+  for (;;) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = 0;
+    socklen_t length = sizeof(address);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      ::close(fd);
+      throw std::runtime_error("cannot find a free port");
+    }
+    ::close(fd);
+    const int port = ntohs(address.sin_port);
+    if (port != 6379)
+      return port;
+  }
+}
+
+std::string test_prefix() {
+  static std::atomic<int> counter{0};
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "test";
+  return "lh-test:" + name + ":" + std::to_string(::getpid()) + ":" + std::to_string(++counter);
+}
+
+RedisServer::RedisServer() : RedisServer(Options{}) {}
+
+RedisServer::RedisServer(Options options) : options_(std::move(options)) {
+  dir_ = make_temp_dir();
+  socket_path_ = dir_ + "/redis.sock";
+  for (const auto& arg : options_.extra_args)
+    if (&arg != &options_.extra_args.back() && arg == "--requirepass")
+      admin_password = *(&arg + 1);
+  port_ = free_port();
+  launch();
+}
+
+RedisServer::~RedisServer() {
+  try {
+    stop();
+  } catch (...) {
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+std::string RedisServer::tcp_url() const {
+  return "redis://127.0.0.1:" + std::to_string(port_);
+}
+std::string RedisServer::unix_url() const {
+  return "unix://" + socket_path_;
+}
+
+void RedisServer::launch() {
+  const char* binary = std::getenv("LEASEHOLD_REDIS_SERVER");
+  std::vector<std::string> args = {binary ? binary : "redis-server",
+                                   "--port",
+                                   std::to_string(port_),
+                                   "--bind",
+                                   "127.0.0.1",
+                                   "--unixsocket",
+                                   socket_path_,
+                                   "--unixsocketperm",
+                                   "700",
+                                   "--dir",
+                                   dir_,
+                                   "--save",
+                                   "",
+                                   "--appendonly",
+                                   "no",
+                                   "--daemonize",
+                                   "no",
+                                   "--logfile",
+                                   dir_ + "/redis.log"};
+  args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
+  std::vector<char*> argv;
+  for (auto& arg : args)
+    argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  if (posix_spawnp(&pid_, argv[0], nullptr, nullptr, argv.data(), environ) != 0)
+    throw std::runtime_error("cannot start redis-server (is it installed?)");
+  paused_ = false;
+  wait_ready(std::chrono::seconds(10));
+}
+
+void RedisServer::wait_ready(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      throw std::runtime_error("redis-server exited at start; see " + dir_ + "/redis.log");
+    }
+    redisContext* context = redisConnectUnix(socket_path_.c_str());
+    if (context != nullptr && context->err == 0) {
+      redisFree(context);
+      return;
+    }
+    if (context)
+      redisFree(context);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling against a deadline
+  }
+  throw std::runtime_error("redis-server did not start within the timeout");
+}
+
+void RedisServer::stop() {
+  if (pid_ <= 0)
+    return;
+  if (paused_)
+    resume();
+  ::kill(pid_, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  int status = 0;
+  while (::waitpid(pid_, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  pid_ = -1;
+}
+
+void RedisServer::kill() {
+  if (pid_ <= 0)
+    return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+  paused_ = false;
+}
+
+void RedisServer::start() {
+  if (pid_ > 0)
+    return;
+  ::unlink(socket_path_.c_str());
+  launch();
+}
+
+void RedisServer::pause() {
+  ::kill(pid_, SIGSTOP);
+  paused_ = true;
+}
+
+void RedisServer::resume() {
+  ::kill(pid_, SIGCONT);
+  paused_ = false;
+}
+
+Reply RedisServer::command(const std::vector<std::string>& args) const {
+  redisContext* context = redisConnectUnix(socket_path_.c_str());
+  if (context == nullptr || context->err != 0) {
+    if (context)
+      redisFree(context);
+    throw std::runtime_error("admin connection to the test redis-server failed");
+  }
+  if (!admin_password.empty()) {
+    auto* auth = static_cast<redisReply*>(redisCommand(context, "AUTH %s", admin_password.c_str()));
+    if (auth)
+      freeReplyObject(auth);
+  }
+  std::vector<const char*> argv;
+  std::vector<size_t> lengths;
+  for (const auto& arg : args) {
+    argv.push_back(arg.data());
+    lengths.push_back(arg.size());
+  }
+  auto* reply = static_cast<redisReply*>(
+      redisCommandArgv(context, static_cast<int>(args.size()), argv.data(), lengths.data()));
+  if (reply == nullptr) {
+    redisFree(context);
+    throw std::runtime_error("admin command failed");
+  }
+  Reply result = to_reply(reply);
+  freeReplyObject(reply);
+  redisFree(context);
+  return result;
+}
+
+}  // namespace leasehold::testing

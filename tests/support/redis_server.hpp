@@ -1,0 +1,65 @@
+// A private redis-server for one test (or one test suite): started in a fresh temp directory on a
+// free loopback port and a unix socket, never 6379, never the system service. Stopped (and its
+// directory removed) by the destructor. Also an independent admin channel (hiredis, blocking) so
+// that tests never check leasehold with leasehold.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "leasehold/reply.hpp"
+
+namespace leasehold::testing {
+
+class RedisServer {
+ public:
+  struct Options {
+    std::vector<std::string> extra_args;  // e.g. {"--requirepass", "secret"}
+  };
+
+  RedisServer();
+  explicit RedisServer(Options options);
+  ~RedisServer();
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+
+  int port() const { return port_; }
+  const std::string& socket_path() const { return socket_path_; }
+  const std::string& dir() const { return dir_; }
+  pid_t pid() const { return pid_; }
+  std::string tcp_url() const;   // redis://127.0.0.1:<port>
+  std::string unix_url() const;  // unix://<socket>
+
+  void stop();    // SIGTERM, then waits for the process
+  void kill();    // SIGKILL, then waits for the process
+  void start();   // again, on the same port and socket
+  void pause();   // SIGSTOP
+  void resume();  // SIGCONT
+
+  // A command on a fresh blocking connection (over the unix socket). The admin user is the
+  // default user; servers started with --requirepass get it from `admin_password`.
+  Reply command(const std::vector<std::string>& args) const;
+  std::string admin_password;
+
+ private:
+  void launch();
+  void wait_ready(std::chrono::milliseconds timeout);
+
+  Options options_;
+  std::string dir_;
+  std::string socket_path_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+  bool paused_ = false;
+};
+
+// A free TCP port on 127.0.0.1 (the kernel picks it), never 6379.
+int free_port();
+
+// A prefix unique to the calling test, for its keys.
+std::string test_prefix();
+
+}  // namespace leasehold::testing
