@@ -103,6 +103,9 @@ namespace {
 std::error_code check_not_io_thread(const detail::ClientCore& core, const void* owned_thread) {
   if (core.strand().running_in_this_thread())
     return make_error_code(errc::called_from_io_thread);
+  // A coroutine or handler of the io_context that runs the connection (outside its strand).
+  if (const auto* io = core.strand().get_inner_executor().target<asio::io_context::executor_type>())
+    if (io->running_in_this_thread()) return make_error_code(errc::called_from_io_thread);
   if (owned_thread != nullptr &&
       static_cast<const std::thread*>(owned_thread)->get_id() == std::this_thread::get_id())
     return make_error_code(errc::called_from_io_thread);

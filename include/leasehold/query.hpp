@@ -42,7 +42,12 @@ class Result {
     throw_if_error();
     return std::move(*value_);
   }
+  const T& value() const& {
+    throw_if_error();
+    return *value_;
+  }
   T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }
 
  private:
