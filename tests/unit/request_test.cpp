@@ -1,0 +1,234 @@
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "leasehold/error.hpp"
+#include "leasehold/query.hpp"
+#include "leasehold/reply.hpp"
+#include "leasehold/request.hpp"
+
+namespace leasehold {
+namespace {
+
+// The expected digests were computed independently, e.g. `printf %s 'return 1' | sha1sum`.
+constexpr const char* kReturnOne = "return 1";
+constexpr const char* kReturnOneSha1 = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db";
+
+constexpr const char* kCompareAndDelete =
+    "local v = redis.call(\"GET\", KEYS[1])\n"
+    "if v == ARGV[1] then\n"
+    "  return redis.call(\"DEL\", KEYS[1])\n"
+    "end\n"
+    "return 0\n";
+constexpr const char* kCompareAndDeleteSha1 = "9601170c6304ffe243b63df3abd26b1b72e6ec97";
+
+std::string bulk(std::string_view s) {
+  return "$" + std::to_string(s.size()) + "\r\n" + std::string(s) + "\r\n";
+}
+
+TEST(Script, Sha1OfTheBodyAsRedisComputesIt) {
+  EXPECT_EQ(Script(kReturnOne).sha1(), kReturnOneSha1);
+  EXPECT_EQ(Script(kCompareAndDelete).sha1(), kCompareAndDeleteSha1);
+  EXPECT_EQ(Script("return redis.call(\"GET\", KEYS[1])").sha1(),
+            "d1ad8397c172dc0a63e271f0c4c4250ca8d5d1fb");
+  EXPECT_EQ(Script("return \"h\xc3\xa9\"").sha1(), "6a522df4f4c3da810f1dc363c70d0b164f66656d");
+  EXPECT_EQ(Script("").sha1(), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+}
+
+TEST(Script, KeepsItsBody) {
+  const Script script(kCompareAndDelete);
+  EXPECT_EQ(script.body(), kCompareAndDelete);
+  EXPECT_EQ(script.sha1().size(), 40u);
+  EXPECT_EQ(script.sha1().find_first_not_of("0123456789abcdef"), std::string::npos);
+}
+
+TEST(Request, CommandBytes) {
+  const Request request = Request::command({"SET", "k", "v"});
+  EXPECT_EQ(request.bytes(), "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n");
+  EXPECT_FALSE(request.is_script());
+  EXPECT_FALSE(request.is_retry_safe());
+}
+
+TEST(Request, CommandFromStringsAndFromViewsAgree) {
+  const std::vector<std::string> strings = {"HSET", "h", std::string("f\0g", 3), ""};
+  const std::vector<std::string_view> views(strings.begin(), strings.end());
+  const Request a = Request::command(std::span<const std::string>(strings));
+  const Request b = Request::command(std::span<const std::string_view>(views));
+  EXPECT_EQ(a.bytes(), b.bytes());
+  EXPECT_EQ(a.bytes(),
+            "*4\r\n" + bulk("HSET") + bulk("h") + bulk(std::string("f\0g", 3)) + bulk(""));
+}
+
+TEST(Request, RetrySafeIsOptIn) {
+  EXPECT_FALSE(Request::command({"PING"}).is_retry_safe());
+  EXPECT_TRUE(Request::command({"PING"}).retry_safe().is_retry_safe());
+  EXPECT_FALSE(Request::command({"PING"}).retry_safe().retry_safe(false).is_retry_safe());
+}
+
+TEST(Request, ScriptIsEvalshaWithNumkeysKeysAndArgs) {
+  const Script script(kCompareAndDelete);
+  const std::vector<std::string_view> keys = {"lease:a", "lease:b"};
+  const std::vector<std::string_view> args = {"token-1", "", "30000"};
+  const Request request = Request::script(script, keys, args);
+  EXPECT_TRUE(request.is_script());
+  EXPECT_FALSE(request.is_retry_safe());
+  EXPECT_EQ(request.bytes(), "*8\r\n" + bulk("EVALSHA") + bulk(kCompareAndDeleteSha1) + bulk("2") +
+                                 bulk("lease:a") + bulk("lease:b") + bulk("token-1") + bulk("") +
+                                 bulk("30000"));
+}
+
+TEST(Request, ScriptWithoutKeysOrArgs) {
+  const Script script(kReturnOne);
+  const Request request = Request::script(script, {}, {});
+  EXPECT_EQ(request.bytes(), "*3\r\n" + bulk("EVALSHA") + bulk(kReturnOneSha1) + bulk("0"));
+}
+
+TEST(Request, ScriptWithArgsButNoKeys) {
+  const Script script(kReturnOne);
+  const std::vector<std::string_view> args = {"x"};
+  const Request request = Request::script(script, {}, args);
+  EXPECT_EQ(request.bytes(),
+            "*4\r\n" + bulk("EVALSHA") + bulk(kReturnOneSha1) + bulk("0") + bulk("x"));
+}
+
+TEST(Request, ScriptWithManyKeysCountsThemInDecimal) {
+  const Script script(kReturnOne);
+  std::vector<std::string> names;
+  for (int i = 0; i < 12; ++i)
+    names.push_back("k" + std::to_string(i));
+  const std::vector<std::string_view> keys(names.begin(), names.end());
+  const Request request = Request::script(script, keys, {});
+  std::string expected = "*15\r\n" + bulk("EVALSHA") + bulk(kReturnOneSha1) + bulk("12");
+  for (const std::string& name : names)
+    expected += bulk(name);
+  EXPECT_EQ(request.bytes(), expected);
+}
+
+TEST(Request, EvalFallbackSendsTheBodyWithTheSameArguments) {
+  const Script script(kCompareAndDelete);
+  const std::vector<std::string_view> keys = {"lease:a"};
+  const std::string binary("tok\0en", 6);
+  const std::vector<std::string_view> args = {binary, "7"};
+  const Request request = Request::script(script, keys, args);
+  const Request fallback = request.eval_fallback();
+  EXPECT_EQ(fallback.bytes(), "*6\r\n" + bulk("EVAL") + bulk(kCompareAndDelete) + bulk("1") +
+                                  bulk("lease:a") + bulk(binary) + bulk("7"));
+  // The fallback is what gets sent after NOSCRIPT: it must not fall back again.
+  EXPECT_FALSE(fallback.is_script());
+  EXPECT_FALSE(fallback.is_retry_safe());
+  // The original is unchanged.
+  EXPECT_TRUE(request.is_script());
+  EXPECT_EQ(request.bytes(), "*6\r\n" + bulk("EVALSHA") + bulk(kCompareAndDeleteSha1) + bulk("1") +
+                                 bulk("lease:a") + bulk(binary) + bulk("7"));
+}
+
+TEST(Request, EvalFallbackKeepsRetrySafety) {
+  const Script script(kReturnOne);
+  const Request request = Request::script(script, {}, {}).retry_safe();
+  EXPECT_TRUE(request.is_retry_safe());
+  const Request fallback = request.eval_fallback();
+  EXPECT_TRUE(fallback.is_retry_safe());
+  EXPECT_EQ(fallback.bytes(), "*3\r\n" + bulk("EVAL") + bulk(kReturnOne) + bulk("0"));
+}
+
+TEST(Request, EvalFallbackOfAPlainCommandIsTheCommand) {
+  const Request request = Request::command({"GET", "k"}).retry_safe();
+  const Request fallback = request.eval_fallback();
+  EXPECT_EQ(fallback.bytes(), request.bytes());
+  EXPECT_TRUE(fallback.is_retry_safe());
+  EXPECT_FALSE(fallback.is_script());
+}
+
+TEST(Request, CopiesKeepTheScriptCall) {
+  const Script script(kReturnOne);
+  const std::vector<std::string_view> keys = {"k"};
+  const Request original = Request::script(script, keys, {});
+  const Request copy = original;
+  EXPECT_TRUE(copy.is_script());
+  EXPECT_EQ(copy.bytes(), original.bytes());
+  EXPECT_EQ(copy.eval_fallback().bytes(), original.eval_fallback().bytes());
+}
+
+// --- Command (the generic query) -----------------------------------------------------------------
+
+static_assert(Query<Command>);
+
+TEST(Command, RequestIsTheCommand) {
+  const Command command{"SET", "k", "v"};
+  EXPECT_EQ(command.request().bytes(), Request::command({"SET", "k", "v"}).bytes());
+  EXPECT_FALSE(command.request().is_retry_safe());
+  EXPECT_FALSE(command.request().is_script());
+}
+
+TEST(Command, FromAVectorWithBinaryArguments) {
+  const std::string binary("a\0b", 3);
+  const Command command(std::vector<std::string>{"SET", "k", binary});
+  EXPECT_EQ(command.request().bytes(), "*3\r\n" + bulk("SET") + bulk("k") + bulk(binary));
+}
+
+TEST(Command, RetrySafeReachesTheRequest) {
+  EXPECT_TRUE(Command{"GET", "k"}.retry_safe().request().is_retry_safe());
+  EXPECT_FALSE(Command{"GET", "k"}.retry_safe().retry_safe(false).request().is_retry_safe());
+}
+
+TEST(Command, ParseReturnsAnyNonErrorReplyAsIs) {
+  const Command command{"GET", "k"};
+  const Clock::time_point sent = Clock::now();
+  for (const Reply& reply :
+       {Reply::make_nil(), Reply::make_string("v"), Reply::make_status("OK"),
+        Reply::make_integer(3),
+        Reply::make_array({Reply::make_error("ERR inside an array is a value")})}) {
+    Result<Reply> result = command.parse(reply, sent);
+    ASSERT_TRUE(result) << to_string(reply);
+    EXPECT_FALSE(result.error());
+    EXPECT_EQ(*result, reply);
+  }
+}
+
+struct ErrorCase {
+  const char* message;
+  errc code;
+};
+
+TEST(Command, ParseOfAnErrorReplyIsAFailedResultWithTheServersText) {
+  const Command command{"INCR", "k"};
+  const ErrorCase cases[] = {
+      {"WRONGTYPE Operation against a key holding the wrong kind of value", errc::wrong_type},
+      {"OOM command not allowed when used memory > 'maxmemory'.", errc::out_of_memory},
+      {"NOPERM this user has no permissions to run the 'incr' command", errc::no_permission},
+      {"NOSCRIPT No matching script. Please use EVAL.", errc::no_script},
+      {"BUSY Redis is busy running a script.", errc::server_busy},
+      {"LOADING Redis is loading the dataset in memory", errc::server_loading},
+      {"READONLY You can't write against a read only replica.", errc::read_only_replica},
+      {"NOAUTH Authentication required.", errc::auth_failed},
+      {"ERR value is not an integer or out of range", errc::server_error},
+      {"", errc::server_error},
+  };
+  for (const ErrorCase& c : cases) {
+    Result<Reply> result = command.parse(Reply::make_error(c.message), Clock::now());
+    EXPECT_FALSE(result) << c.message;
+    EXPECT_FALSE(result.has_value());
+    EXPECT_EQ(result.error(), c.code) << c.message;
+    EXPECT_EQ(result.detail(), c.message);
+  }
+}
+
+TEST(Command, ValueOfAFailedResultThrowsTheCodeWithTheServersText) {
+  Result<Reply> result = Command{"INCR", "k"}.parse(
+      Reply::make_error("WRONGTYPE Operation against a key holding the wrong kind of value"),
+      Clock::now());
+  try {
+    (void)result.value();
+    FAIL() << "no exception";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), errc::wrong_type);
+    EXPECT_NE(std::string(e.what()).find("WRONGTYPE Operation against a key"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace leasehold

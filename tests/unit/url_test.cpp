@@ -1,0 +1,352 @@
+#include <gtest/gtest.h>
+
+#include <string>
+#include <system_error>
+
+#include "leasehold/error.hpp"
+#include "leasehold/url.hpp"
+
+namespace leasehold {
+namespace {
+
+using Transport = RedisUrl::Transport;
+
+// --- Well-formed URLs --------------------------------------------------------------------------
+
+TEST(RedisUrl, HostAloneUsesTheDefaultPortAndDatabase) {
+  const RedisUrl url = RedisUrl::parse("redis://cache.example.com");
+  EXPECT_EQ(url.transport, Transport::tcp);
+  EXPECT_EQ(url.host, "cache.example.com");
+  EXPECT_EQ(url.port, 6379);
+  EXPECT_EQ(url.db, 0);
+  EXPECT_TRUE(url.user.empty());
+  EXPECT_TRUE(url.password.empty());
+  EXPECT_FALSE(url.has_password);
+  EXPECT_TRUE(url.path.empty());
+}
+
+TEST(RedisUrl, HostAndPort) {
+  const RedisUrl url = RedisUrl::parse("redis://127.0.0.1:6380");
+  EXPECT_EQ(url.transport, Transport::tcp);
+  EXPECT_EQ(url.host, "127.0.0.1");
+  EXPECT_EQ(url.port, 6380);
+  EXPECT_EQ(url.db, 0);
+  EXPECT_FALSE(url.has_password);
+}
+
+TEST(RedisUrl, PortsAtTheEndsOfTheRange) {
+  EXPECT_EQ(RedisUrl::parse("redis://h:1").port, 1);
+  EXPECT_EQ(RedisUrl::parse("redis://h:65535").port, 65535);
+}
+
+TEST(RedisUrl, UserAndPassword) {
+  const RedisUrl url = RedisUrl::parse("redis://alice:s3cret@db.internal:7000");
+  EXPECT_EQ(url.user, "alice");
+  EXPECT_EQ(url.password, "s3cret");
+  EXPECT_TRUE(url.has_password);
+  EXPECT_EQ(url.host, "db.internal");
+  EXPECT_EQ(url.port, 7000);
+}
+
+TEST(RedisUrl, LoneUserinfoIsAPassword) {
+  const RedisUrl url = RedisUrl::parse("redis://secret@host");
+  EXPECT_TRUE(url.user.empty());
+  EXPECT_EQ(url.password, "secret");
+  EXPECT_TRUE(url.has_password);
+  EXPECT_EQ(url.host, "host");
+  EXPECT_EQ(url.port, 6379);
+}
+
+TEST(RedisUrl, EmptyUserWithPasswordIsAPasswordAlone) {
+  const RedisUrl url = RedisUrl::parse("redis://:secret@host:6390");
+  EXPECT_TRUE(url.user.empty());
+  EXPECT_EQ(url.password, "secret");
+  EXPECT_TRUE(url.has_password);
+  EXPECT_EQ(url.port, 6390);
+}
+
+TEST(RedisUrl, UserAndPasswordArePercentDecoded) {
+  const RedisUrl url = RedisUrl::parse("redis://us%40er%3a1:p%40ss%3Aw%2Fo%25rd%20x@host");
+  EXPECT_EQ(url.user, "us@er:1");
+  EXPECT_EQ(url.password, "p@ss:w/o%rd x");
+  EXPECT_EQ(url.host, "host");
+}
+
+TEST(RedisUrl, PasswordMayContainColonsAndAts) {
+  // The userinfo ends at the last '@'; the user at the first ':'.
+  const RedisUrl url = RedisUrl::parse("redis://bob:a:b@c@host:1234/5");
+  EXPECT_EQ(url.user, "bob");
+  EXPECT_EQ(url.password, "a:b@c");
+  EXPECT_EQ(url.host, "host");
+  EXPECT_EQ(url.port, 1234);
+  EXPECT_EQ(url.db, 5);
+}
+
+TEST(RedisUrl, PercentEscapeDecodesToAnyByte) {
+  const RedisUrl url = RedisUrl::parse("redis://:%00%ff%7E@host");
+  EXPECT_EQ(url.password, std::string("\0\xff~", 3));
+}
+
+TEST(RedisUrl, IPv6WithPort) {
+  const RedisUrl url = RedisUrl::parse("redis://[::1]:6380");
+  EXPECT_EQ(url.transport, Transport::tcp);
+  EXPECT_EQ(url.host, "::1");
+  EXPECT_EQ(url.port, 6380);
+  EXPECT_EQ(url.address(), "[::1]:6380");
+}
+
+TEST(RedisUrl, IPv6WithoutPortWithCredentialsAndDatabase) {
+  const RedisUrl url = RedisUrl::parse("redis://u:p@[fe80::1:2]/4");
+  EXPECT_EQ(url.host, "fe80::1:2");
+  EXPECT_EQ(url.port, 6379);
+  EXPECT_EQ(url.user, "u");
+  EXPECT_EQ(url.password, "p");
+  EXPECT_EQ(url.db, 4);
+  EXPECT_EQ(url.address(), "[fe80::1:2]:6379");
+}
+
+TEST(RedisUrl, Database) {
+  EXPECT_EQ(RedisUrl::parse("redis://host/3").db, 3);
+  EXPECT_EQ(RedisUrl::parse("redis://host:6379/15").db, 15);
+  EXPECT_EQ(RedisUrl::parse("redis://host/0").db, 0);
+  EXPECT_EQ(RedisUrl::parse("redis://host/").db, 0);
+  const RedisUrl url = RedisUrl::parse("redis://host:6381/2");
+  EXPECT_EQ(url.host, "host");
+  EXPECT_EQ(url.port, 6381);
+}
+
+TEST(RedisUrl, UnixSocket) {
+  const RedisUrl url = RedisUrl::parse("unix:///run/redis/redis.sock");
+  EXPECT_EQ(url.transport, Transport::unix_socket);
+  EXPECT_EQ(url.path, "/run/redis/redis.sock");
+  EXPECT_EQ(url.db, 0);
+  EXPECT_FALSE(url.has_password);
+  EXPECT_TRUE(url.user.empty());
+  EXPECT_EQ(url.address(), "/run/redis/redis.sock");
+}
+
+TEST(RedisUrl, UnixSocketWithDatabase) {
+  const RedisUrl url = RedisUrl::parse("unix:///tmp/r.sock?db=3");
+  EXPECT_EQ(url.transport, Transport::unix_socket);
+  EXPECT_EQ(url.path, "/tmp/r.sock");
+  EXPECT_EQ(url.db, 3);
+}
+
+TEST(RedisUrl, UnixSocketWithCredentials) {
+  const RedisUrl url = RedisUrl::parse("unix://user:pw@/tmp/r.sock");
+  EXPECT_EQ(url.transport, Transport::unix_socket);
+  EXPECT_EQ(url.user, "user");
+  EXPECT_EQ(url.password, "pw");
+  EXPECT_TRUE(url.has_password);
+  EXPECT_EQ(url.path, "/tmp/r.sock");
+  EXPECT_EQ(url.db, 0);
+}
+
+TEST(RedisUrl, UnixSocketWithPasswordAloneEscapesAndDatabase) {
+  const RedisUrl url = RedisUrl::parse("unix://p%40ss@/tmp/r.sock?db=2");
+  EXPECT_TRUE(url.user.empty());
+  EXPECT_EQ(url.password, "p@ss");
+  EXPECT_TRUE(url.has_password);
+  EXPECT_EQ(url.path, "/tmp/r.sock");
+  EXPECT_EQ(url.db, 2);
+}
+
+// A unix:/// URL has no userinfo: whatever follows the third slash is the socket path, even a path
+// with an "@/" in it (a directory whose name ends in '@'). Taking "/tmp/dir" as a password would
+// send a piece of the path to AUTH.
+TEST(RedisUrl, UnixSocketPathMayContainAnAtSign) {
+  const RedisUrl url = RedisUrl::parse("unix:///tmp/dir@/redis.sock");
+  EXPECT_EQ(url.path, "/tmp/dir@/redis.sock");
+  EXPECT_FALSE(url.has_password);
+  EXPECT_TRUE(url.password.empty());
+  EXPECT_TRUE(url.user.empty());
+}
+
+TEST(RedisUrl, NonThrowingParseClearsTheErrorOnSuccess) {
+  std::error_code ec = make_error_code(errc::closed);
+  std::string why = "untouched";
+  const RedisUrl url = RedisUrl::parse("redis://h:1/2", ec, &why);
+  EXPECT_FALSE(ec);
+  EXPECT_EQ(url.host, "h");
+  EXPECT_EQ(url.db, 2);
+}
+
+// --- to_string(), address(), mask_password() ----------------------------------------------------
+
+TEST(RedisUrl, ToStringMasksThePasswordAndKeepsTheRest) {
+  EXPECT_EQ(RedisUrl::parse("redis://alice:s3cret@host:7000/2").to_string(),
+            "redis://alice:***@host:7000/2");
+  EXPECT_EQ(RedisUrl::parse("redis://s3cret@host").to_string(), "redis://***@host:6379");
+  EXPECT_EQ(RedisUrl::parse("redis://:s3cret@host").to_string(), "redis://***@host:6379");
+  EXPECT_EQ(RedisUrl::parse("redis://host").to_string(), "redis://host:6379");
+  EXPECT_EQ(RedisUrl::parse("redis://[::1]:6380/1").to_string(), "redis://[::1]:6380/1");
+  EXPECT_EQ(RedisUrl::parse("unix:///tmp/r.sock").to_string(), "unix:///tmp/r.sock");
+  EXPECT_EQ(RedisUrl::parse("unix:///tmp/r.sock?db=3").to_string(), "unix:///tmp/r.sock?db=3");
+  EXPECT_EQ(RedisUrl::parse("unix://user:s3cret@/tmp/r.sock?db=1").to_string(),
+            "unix://user:***@/tmp/r.sock?db=1");
+  EXPECT_EQ(RedisUrl::parse("unix://s3cret@/tmp/r.sock").to_string(), "unix://***@/tmp/r.sock");
+}
+
+TEST(RedisUrl, ToStringNeverContainsThePassword) {
+  for (const char* text : {"redis://alice:Hunter2Secret@host", "redis://Hunter2Secret@host/1",
+                           "unix://u:Hunter2Secret@/tmp/s", "redis://u:Hunter2%53ecret@h"}) {
+    const std::string shown = RedisUrl::parse(text).to_string();
+    EXPECT_EQ(shown.find("Hunter2"), std::string::npos) << shown;
+    EXPECT_NE(shown.find("***"), std::string::npos) << shown;
+  }
+}
+
+TEST(RedisUrl, ToStringOfAnEmptyPasswordStillShowsThatThereIsOne) {
+  const RedisUrl url = RedisUrl::parse("redis://alice:@host");
+  EXPECT_TRUE(url.has_password);
+  EXPECT_TRUE(url.password.empty());
+  EXPECT_EQ(url.to_string(), "redis://alice:***@host:6379");
+}
+
+TEST(RedisUrl, Address) {
+  EXPECT_EQ(RedisUrl::parse("redis://127.0.0.1:6380").address(), "127.0.0.1:6380");
+  EXPECT_EQ(RedisUrl::parse("redis://u:p@name/3").address(), "name:6379");
+  EXPECT_EQ(RedisUrl::parse("redis://[2001:db8::7]").address(), "[2001:db8::7]:6379");
+  EXPECT_EQ(RedisUrl::parse("unix://u:p@/var/run/r.sock?db=1").address(), "/var/run/r.sock");
+}
+
+TEST(MaskPassword, ReplacesThePasswordOnly) {
+  EXPECT_EQ(mask_password("redis://alice:s3cret@host:1/2"), "redis://alice:***@host:1/2");
+  EXPECT_EQ(mask_password("redis://s3cret@host"), "redis://***@host");
+  EXPECT_EQ(mask_password("redis://:s3cret@host"), "redis://:***@host");
+  EXPECT_EQ(mask_password("unix://u:s3cret@/tmp/s?db=1"), "unix://u:***@/tmp/s?db=1");
+  EXPECT_EQ(mask_password("rediss://u:s3cret@host"), "rediss://u:***@host");
+  EXPECT_EQ(mask_password("redis://u:a@b@host"), "redis://u:***@host");
+}
+
+TEST(MaskPassword, LeavesAUrlWithoutCredentialsAlone) {
+  EXPECT_EQ(mask_password("redis://host:6379/1"), "redis://host:6379/1");
+  EXPECT_EQ(mask_password("unix:///tmp/s?db=2"), "unix:///tmp/s?db=2");
+  EXPECT_EQ(mask_password(""), "");
+  EXPECT_EQ(mask_password("not a url"), "not a url");
+}
+
+// mask_password exists for URLs that may not parse, so it must also mask when the scheme is
+// mistyped or missing: "host:port" strings with credentials are a common mistake.
+TEST(MaskPassword, MasksEvenWithoutASchemeSeparator) {
+  for (const char* text : {"redis:/alice:Hunter2Secret@host", "alice:Hunter2Secret@host:6379",
+                           "redis:alice:Hunter2Secret@host", "redis//alice:Hunter2Secret@host"}) {
+    const std::string masked = mask_password(text);
+    EXPECT_EQ(masked.find("Hunter2Secret"), std::string::npos) << text << " -> " << masked;
+    EXPECT_NE(masked.find("@host"), std::string::npos) << text << " -> " << masked;
+  }
+}
+
+// --- Malformed URLs ------------------------------------------------------------------------------
+
+struct Malformed {
+  const char* url;
+  const char* why;  // a piece of the explanation
+};
+
+// Every malformed URL carries a password where it can, to check it never shows.
+constexpr const char* kSecret = "Hunter2Secret";
+
+const Malformed kMalformed[] = {
+    {"", "empty"},
+    {"http://alice:Hunter2Secret@host", "must start with redis:// or unix://"},
+    {"REDIS://host", "must start with redis:// or unix://"},
+    {"host:6379", "must start with redis:// or unix://"},
+    {"rediss://alice:Hunter2Secret@host:6380", "not supported"},
+    {"redis://", "host is missing"},
+    {"redis://alice:Hunter2Secret@", "host is missing"},
+    {"redis://alice:Hunter2Secret@:6379", "host is missing"},
+    {"redis://Hunter2Secret@/2", "host is missing"},
+    {"redis://[]:6379", "host is missing"},
+    {"redis://alice:Hunter2Secret@host:0", "port"},
+    {"redis://alice:Hunter2Secret@host:65536", "port"},
+    {"redis://alice:Hunter2Secret@host:99999999999", "port"},
+    {"redis://alice:Hunter2Secret@host:-1", "port"},
+    {"redis://alice:Hunter2Secret@host:http", "port"},
+    {"redis://alice:Hunter2Secret@host:63a79", "port"},
+    {"redis://alice:Hunter2Secret@host:", "port is empty"},
+    {"redis://alice:Hunter2Secret@host:/1", "port is empty"},
+    {"redis://alice:Hunter2Secret@[::1]:", "port is empty"},
+    {"redis://alice:Hunter2Secret@[::1]:0", "port"},
+    {"redis://alice:Hunter2Secret@[::1", "]"},
+    {"redis://alice:Hunter2Secret@[::1]6379", "port"},
+    {"redis://alice:Hunter2Secret@host/abc", "database"},
+    {"redis://alice:Hunter2Secret@host/-1", "database"},
+    {"redis://alice:Hunter2Secret@host/1x", "database"},
+    {"redis://alice:Hunter2Secret@host/1/2", "database"},
+    {"redis://alice:Hunter2Secret@host/99999999999", "database"},
+    {"redis://alice:Hunter2Secret@host?db=1", "query"},
+    {"redis://al%zzice:Hunter2Secret@host", "user name has a bad %-escape"},
+    {"redis://alice:Hunter2Secret%g0@host", "password has a bad %-escape"},
+    {"redis://alice:Hunter2Secret%4@host", "password has a bad %-escape"},
+    {"redis://alice:Hunter2Secret%@host", "password has a bad %-escape"},
+    {"redis://Hunter2Secret%@host", "bad %-escape"},
+    {"unix://", "absolute"},
+    {"unix://tmp/redis.sock", "absolute"},
+    {"unix://alice:Hunter2Secret@tmp/redis.sock", "absolute"},
+    {"unix://alice:Hunter2Secret@/tmp/r.sock?db=x", "database"},
+    {"unix://alice:Hunter2Secret@/tmp/r.sock?db=-2", "database"},
+    {"unix://alice:Hunter2Secret@/tmp/r.sock?db=", "database"},
+    {"unix://alice:Hunter2Secret@/tmp/r.sock?timeout=1", "only query parameter is db"},
+    {"unix://alice:Hunter2Secret@/tmp/r.sock?db=1&timeout=1", "only query parameter is db"},
+    {"unix://alice:Hunter2Secret@/tmp/r.sock?", "only query parameter is db"},
+    {"unix://alice:Hunter2Secret%zz@/tmp/r.sock", "password has a bad %-escape"},
+};
+
+class MalformedUrl : public ::testing::TestWithParam<Malformed> {};
+
+TEST_P(MalformedUrl, ThrowsInvalidUrlWithAMaskedQuoteAndTheReason) {
+  const Malformed& c = GetParam();
+  try {
+    const RedisUrl url = RedisUrl::parse(c.url);
+    FAIL() << "parsed '" << c.url << "' as " << url.to_string();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), errc::invalid_url);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'" + mask_password(c.url) + "'"), std::string::npos)
+        << "the message should quote the masked URL: " << what;
+    EXPECT_EQ(what.find(kSecret), std::string::npos) << "the message shows the password: " << what;
+    EXPECT_NE(what.find(c.why), std::string::npos)
+        << "the message should say '" << c.why << "': " << what;
+  }
+}
+
+TEST_P(MalformedUrl, NonThrowingParseSetsTheCodeAndTheSameReason) {
+  const Malformed& c = GetParam();
+  std::error_code ec;
+  std::string why;
+  const RedisUrl url = RedisUrl::parse(c.url, ec, &why);
+  EXPECT_EQ(ec, errc::invalid_url);
+  EXPECT_NE(why.find(c.why), std::string::npos) << why;
+  EXPECT_EQ(why.find(kSecret), std::string::npos) << why;
+  EXPECT_FALSE(url.has_password);  // a failed parse returns a default RedisUrl
+  EXPECT_TRUE(url.password.empty());
+  // And nothing is required of the caller to get the code alone.
+  std::error_code ec2;
+  RedisUrl::parse(c.url, ec2);
+  EXPECT_EQ(ec2, errc::invalid_url);
+}
+
+std::string malformed_name(const ::testing::TestParamInfo<Malformed>& info) {
+  return "case" + std::to_string(info.index);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, MalformedUrl, ::testing::ValuesIn(kMalformed), malformed_name);
+
+// A URL whose scheme is mistyped is malformed, and the message must not leak its password either.
+TEST(RedisUrl, MistypedSchemeDoesNotLeakThePassword) {
+  for (const char* text : {"redis:/alice:Hunter2Secret@host:6379", "alice:Hunter2Secret@host:6379",
+                           "redis:alice:Hunter2Secret@host"}) {
+    try {
+      RedisUrl::parse(text);
+      FAIL() << "parsed " << text;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), errc::invalid_url);
+      EXPECT_EQ(std::string(e.what()).find(kSecret), std::string::npos)
+          << "the message shows the password: " << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace leasehold
