@@ -21,7 +21,8 @@ int main() {
 
     // A batch: five queries in one round trip, each with its own outcome.
     std::vector<leasehold::Command> batch;
-    for (int i = 0; i < 5; ++i) batch.push_back(leasehold::Command{"INCR", "example:counter"});
+    for (int i = 0; i < 5; ++i)
+      batch.push_back(leasehold::Command{"INCR", "example:counter"});
     for (const auto& result : redis.process(batch))
       std::cout << "INCR -> " << to_string(result.value()) << "\n";
     redis.process(leasehold::Command{"DEL", "example:counter"});
@@ -37,10 +38,12 @@ int main() {
             const leasehold::Command echo{"ECHO", "hello from coroutine " + std::to_string(worker)};
             leasehold::Reply reply = co_await shared.async_process(echo, asio::use_awaitable);
             std::cout << reply.str << "\n";
-            if (++done == 3) shared.close();  // nothing left to do: let io.run() return
+            if (++done == 3)
+              shared.close();  // nothing left to do: let io.run() return
           },
           [](std::exception_ptr e) {
-            if (e) std::rethrow_exception(e);
+            if (e)
+              std::rethrow_exception(e);
           });
     }
     io.run();

@@ -86,11 +86,12 @@ void Client::close() noexcept {
     core_->close();
 }
 
-void Client::submit(std::vector<Request> requests, detail::OperationCompletion completion) {
+void Client::submit_to(const CorePtr& core, std::vector<Request> requests,
+                       detail::OperationCompletion completion) {
   auto operation = std::make_unique<detail::Operation>();
   operation->requests = std::move(requests);
   operation->complete = std::move(completion);
-  core_->submit(std::move(operation));
+  core->submit(std::move(operation));
 }
 
 void Client::when_connected(detail::UniqueFunction<void(std::error_code, std::string)> callback) {
@@ -105,7 +106,8 @@ std::error_code check_not_io_thread(const detail::ClientCore& core, const void* 
     return make_error_code(errc::called_from_io_thread);
   // A coroutine or handler of the io_context that runs the connection (outside its strand).
   if (const auto* io = core.strand().get_inner_executor().target<asio::io_context::executor_type>())
-    if (io->running_in_this_thread()) return make_error_code(errc::called_from_io_thread);
+    if (io->running_in_this_thread())
+      return make_error_code(errc::called_from_io_thread);
   if (owned_thread != nullptr &&
       static_cast<const std::thread*>(owned_thread)->get_id() == std::this_thread::get_id())
     return make_error_code(errc::called_from_io_thread);

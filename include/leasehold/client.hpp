@@ -146,17 +146,14 @@ class Client {
           std::vector<Request> requests;
           requests.push_back(query.request());
           submit(std::move(requests),
-                 [handler = std::move(handler), work, query = std::move(query), sent](
-                     std::error_code ec, std::string, std::vector<Reply> replies) mutable {
+                 [core = core_, handler = std::move(handler), work, query = std::move(query), sent](
+                     std::error_code ec, std::string detail, std::vector<Reply> replies) mutable {
+                   Result<T> result =
+                       complete_one(core, query, ec, std::move(detail), replies, sent);
                    T value{};
-                   if (!ec) {
-                     Result<T> result = query.parse(std::move(replies.front()), sent);
-                     if (result)
-                       value = std::move(*result);
-                     else
-                       ec = result.error();
-                   }
-                   asio::dispatch(work, [handler = std::move(handler), ec,
+                   if (result)
+                     value = std::move(*result);
+                   asio::dispatch(work, [handler = std::move(handler), ec = result.error(),
                                          value = std::move(value)]() mutable {
                      std::move(handler)(ec, std::move(value));
                    });
@@ -173,18 +170,17 @@ class Client {
         [this](auto handler, std::vector<Q> queries) {
           auto work = tracked_executor(handler);
           const Clock::time_point sent = Clock::now();
-          std::vector<Request> requests = requests_of(queries);
-          submit(std::move(requests),
-                 [handler = std::move(handler), work, queries = std::move(queries), sent](
-                     std::error_code ec, std::string, std::vector<Reply> replies) mutable {
-                   Results results;
-                   if (!ec)
-                     results = parse_all(queries, std::move(replies), sent);
-                   asio::dispatch(work, [handler = std::move(handler), ec,
-                                         results = std::move(results)]() mutable {
-                     std::move(handler)(ec, std::move(results));
-                   });
-                 });
+          std::vector<Request> requests = requests_of<Q>(queries);
+          submit(
+              std::move(requests),
+              [core = core_, handler = std::move(handler), work, queries = std::move(queries),
+               sent](std::error_code ec, std::string detail, std::vector<Reply> replies) mutable {
+                Results results = complete_all<Q>(core, queries, ec, detail, replies, sent);
+                asio::dispatch(work, [handler = std::move(handler), ec,
+                                      results = std::move(results)]() mutable {
+                  std::move(handler)(ec, std::move(results));
+                });
+              });
         },
         token, std::vector<Q>(batch.begin(), batch.end()));
   }
@@ -193,13 +189,19 @@ class Client {
   void close() noexcept;
 
  private:
+  using CorePtr = std::shared_ptr<detail::ClientCore>;
+
   struct SyncOutcome {
     std::error_code error;
     std::string detail;
     std::vector<Reply> replies;
   };
 
-  void submit(std::vector<Request> requests, detail::OperationCompletion completion);
+  void submit(std::vector<Request> requests, detail::OperationCompletion completion) {
+    submit_to(core_, std::move(requests), std::move(completion));
+  }
+  static void submit_to(const CorePtr& core, std::vector<Request> requests,
+                        detail::OperationCompletion completion);
   void when_connected(detail::UniqueFunction<void(std::error_code, std::string)> callback);
   SyncOutcome run_sync(std::vector<Request> requests);
   std::pair<std::error_code, std::string> wait_connected();
@@ -211,19 +213,62 @@ class Client {
                         asio::execution::outstanding_work.tracked);
   }
 
+  // Sends, without waiting, what a query asks for when its outcome is unknown.
+  template <Query Q>
+  static void clean_up_unknown_outcome(const CorePtr& core, const Q& query, std::error_code ec) {
+    if constexpr (HasUnknownOutcomeCleanup<Q>) {
+      if (!outcome_unknown(ec))
+        return;
+      if (std::optional<Request> cleanup = query.on_unknown_outcome()) {
+        std::vector<Request> requests;
+        requests.push_back(std::move(*cleanup));
+        submit_to(core, std::move(requests),
+                  [](std::error_code, std::string, std::vector<Reply>) {});
+      }
+    }
+  }
+
+  // The outcome of one query from the transport's completion.
+  template <Query Q>
+  static Result<typename Q::result_type> complete_one(const CorePtr& core, const Q& query,
+                                                      std::error_code ec, std::string detail,
+                                                      std::vector<Reply>& replies,
+                                                      Clock::time_point sent) {
+    if (ec) {
+      clean_up_unknown_outcome(core, query, ec);
+      return Result<typename Q::result_type>(ec, std::move(detail));
+    }
+    return query.parse(std::move(replies.front()), Timing{sent, Clock::now()});
+  }
+
+  template <Query Q>
+  static std::vector<Result<typename Q::result_type>> complete_all(
+      const CorePtr& core, std::span<const Q> batch, std::error_code ec, const std::string& detail,
+      std::vector<Reply>& replies, Clock::time_point sent) {
+    (void)detail;
+    std::vector<Result<typename Q::result_type>> results;
+    if (ec) {
+      for (const Q& query : batch)
+        clean_up_unknown_outcome(core, query, ec);
+      return results;
+    }
+    results.reserve(batch.size());
+    const Timing timing{sent, Clock::now()};
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      results.push_back(batch[i].parse(std::move(replies[i]), timing));
+    return results;
+  }
+
   template <Query Q>
   typename Q::result_type process_one(const Q& query, std::error_code& ec, std::string& detail) {
     const Clock::time_point sent = Clock::now();
     std::vector<Request> requests;
     requests.push_back(query.request());
     SyncOutcome outcome = run_sync(std::move(requests));
-    ec = outcome.error;
-    detail = std::move(outcome.detail);
-    if (ec)
-      return {};
-    Result<typename Q::result_type> result = query.parse(std::move(outcome.replies.front()), sent);
+    Result<typename Q::result_type> result =
+        complete_one(core_, query, outcome.error, std::move(outcome.detail), outcome.replies, sent);
+    ec = result.error();
     if (!result) {
-      ec = result.error();
       detail = result.detail();
       return {};
     }
@@ -240,17 +285,6 @@ class Client {
   }
 
   template <Query Q>
-  static std::vector<Result<typename Q::result_type>> parse_all(std::span<const Q> batch,
-                                                                std::vector<Reply> replies,
-                                                                Clock::time_point sent) {
-    std::vector<Result<typename Q::result_type>> results;
-    results.reserve(batch.size());
-    for (std::size_t i = 0; i < batch.size(); ++i)
-      results.push_back(batch[i].parse(std::move(replies[i]), sent));
-    return results;
-  }
-
-  template <Query Q>
   std::vector<Result<typename Q::result_type>> process_batch(std::span<const Q> batch,
                                                              std::error_code& ec,
                                                              std::string& detail) {
@@ -259,10 +293,8 @@ class Client {
     const Clock::time_point sent = Clock::now();
     SyncOutcome outcome = run_sync(requests_of(batch));
     ec = outcome.error;
-    detail = std::move(outcome.detail);
-    if (ec)
-      return {};
-    return parse_all(batch, std::move(outcome.replies), sent);
+    detail = outcome.detail;
+    return complete_all(core_, batch, outcome.error, outcome.detail, outcome.replies, sent);
   }
 
   struct OwnedThread;

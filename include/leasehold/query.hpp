@@ -68,13 +68,34 @@ Result<T> error_result(const Reply& reply) {
   return Result<T>(classify_error_reply(reply.str), reply.str);
 }
 
+// When a query's request was handed to the connection (before it was sent) and when its reply
+// was read (or later): lease deadlines count from `sent`, and a reply that comes after its
+// lease's deadline does not count.
+struct Timing {
+  Clock::time_point sent;
+  Clock::time_point received;
+};
+
+// A query: request() builds the command; parse() reads the reply into an outcome.
+// Optionally, `std::optional<Request> on_unknown_outcome() const` gives a request the client sends
+// (without waiting for it) when the call's outcome is unknown (it timed out or the connection was
+// lost after sending): an acquire uses it to release the lease it may have taken.
 template <class Q>
-concept Query = requires(const Q& q, Reply reply, Clock::time_point sent) {
-  typename Q::result_type;
+concept Query = std::default_initializable<typename Q::result_type> &&
+    requires(const Q& q, Reply reply, const Timing& timing) {
   { q.request() } -> std::convertible_to<Request>;
-  { q.parse(std::move(reply), sent) } -> std::same_as<Result<typename Q::result_type>>;
+  { q.parse(std::move(reply), timing) } -> std::same_as<Result<typename Q::result_type>>;
+};
+
+template <class Q>
+concept HasUnknownOutcomeCleanup = requires(const Q& q) {
+  { q.on_unknown_outcome() } -> std::same_as<std::optional<Request>>;
+};
+
+// True for the errors after which a sent call may or may not have run.
+inline bool outcome_unknown(std::error_code ec) noexcept {
+  return ec == errc::command_timeout || ec == errc::connection_lost;
 }
-&&std::default_initializable<typename Q::result_type>;
 
 // Any command, answered with its raw reply; an error reply is an error.
 // Command{"SET", "k", "v"}; Command{"GET", "k"}.retry_safe().
@@ -92,7 +113,7 @@ class Command {
 
   Request request() const { return Request::command(args_).retry_safe(retry_safe_); }
 
-  Result<Reply> parse(Reply reply, Clock::time_point) const {
+  Result<Reply> parse(Reply reply, const Timing&) const {
     if (reply.is_error())
       return error_result<Reply>(reply);
     return reply;

@@ -28,8 +28,9 @@ struct EchoScript {
     const std::string_view args[] = {value};
     return Request::script(kEchoScript, {}, args);
   }
-  Result<std::string> parse(Reply reply, Clock::time_point) const {
-    if (reply.is_error()) return error_result<std::string>(reply);
+  Result<std::string> parse(Reply reply, const Timing&) const {
+    if (reply.is_error())
+      return error_result<std::string>(reply);
     return std::move(reply.str);
   }
 };
@@ -38,7 +39,8 @@ struct EchoScript {
 std::string client_id(const RedisServer& server, const std::string& name) {
   std::istringstream lines(server.command({"CLIENT", "LIST"}).str);
   for (std::string line; std::getline(lines, line);) {
-    if (line.find(" name=" + name + " ") == std::string::npos) continue;
+    if (line.find(" name=" + name + " ") == std::string::npos)
+      continue;
     const auto start = line.find("id=") + 3;
     return line.substr(start, line.find(' ', start) - start);
   }
@@ -49,7 +51,8 @@ long long command_calls(const RedisServer& server, const std::string& command) {
   const std::string info = server.command({"INFO", "commandstats"}).str;
   const std::string needle = "cmdstat_" + command + ":calls=";
   const auto at = info.find(needle);
-  if (at == std::string::npos) return 0;
+  if (at == std::string::npos)
+    return 0;
   return std::stoll(info.substr(at + needle.size()));
 }
 
@@ -57,7 +60,8 @@ template <class Predicate>
 bool eventually(Predicate predicate, std::chrono::milliseconds timeout = 5s) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
-    if (predicate()) return true;
+    if (predicate())
+      return true;
     std::this_thread::sleep_for(5ms);  // polling against a deadline
   }
   return predicate();
@@ -104,11 +108,13 @@ TEST_F(ClientTest, EightThreadsShareOneConnectionAndEachGetsItsOwnReply) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kCommands; ++i) {
         const std::string payload = std::to_string(t) + ":" + std::to_string(i);
-        if (client.process(Command{"ECHO", payload}) != Reply::make_string(payload)) ++mismatches;
+        if (client.process(Command{"ECHO", payload}) != Reply::make_string(payload))
+          ++mismatches;
       }
     });
   }
-  for (auto& thread : threads) thread.join();
+  for (auto& thread : threads)
+    thread.join();
   EXPECT_EQ(mismatches.load(), 0);
   // All of it went through one connection.
   const std::string list = server_->command({"CLIENT", "LIST"}).str;
@@ -137,12 +143,15 @@ TEST_F(ClientTest, AThousandCoroutinesShareOneConnection) {
             // A named query: g++ 12 rejects an initializer-list temporary inside co_await.
             const Command echo{"ECHO", payload};
             Reply reply = co_await client.async_process(echo, asio::use_awaitable);
-            if (reply != Reply::make_string(payload)) ++mismatches;
+            if (reply != Reply::make_string(payload))
+              ++mismatches;
           }
-          if (++finished == kCoroutines) client.close();  // lets io.run() return
+          if (++finished == kCoroutines)
+            client.close();  // lets io.run() return
         },
         [](std::exception_ptr e) {
-          if (e) std::rethrow_exception(e);
+          if (e)
+            std::rethrow_exception(e);
         });
   }
   io.run_for(60s);
@@ -168,11 +177,13 @@ TEST_F(ClientTest, ABatchRunsInOneRoundTripAndEachQueryHasItsOwnOutcome) {
   Client client(server_->unix_url());
   server_->command({"SET", prefix_ + ":text", "not a number"});
   std::vector<Command> batch;
-  for (int i = 0; i < 100; ++i) batch.push_back(Command{"INCR", prefix_ + ":counter"});
+  for (int i = 0; i < 100; ++i)
+    batch.push_back(Command{"INCR", prefix_ + ":counter"});
   batch.push_back(Command{"INCR", prefix_ + ":text"});
   const auto results = client.process(batch);
   ASSERT_EQ(results.size(), 101u);
-  for (int i = 0; i < 100; ++i) EXPECT_EQ(results[i].error(), std::error_code{}) << i;
+  for (int i = 0; i < 100; ++i)
+    EXPECT_EQ(results[i].error(), std::error_code{}) << i;
   EXPECT_EQ(results[99].value(), Reply::make_integer(100));
   EXPECT_EQ(results[100].error(), errc::server_error);
   EXPECT_NE(results[100].detail().find("not an integer"), std::string::npos);
@@ -219,9 +230,10 @@ TEST_F(ClientTest, SelectsTheDatabaseOfTheUrl) {
   Client client(server_->unix_url() + "?db=3");
   client.process(Command{"SET", prefix_ + ":db", "3"});
   EXPECT_EQ(server_->command({"EXISTS", prefix_ + ":db"}), Reply::make_integer(0));
-  EXPECT_EQ(server_->command({"EVAL", "redis.call('SELECT', 3) return redis.call('EXISTS', KEYS[1])",
-                              "1", prefix_ + ":db"}),
-            Reply::make_integer(1));
+  EXPECT_EQ(
+      server_->command({"EVAL", "redis.call('SELECT', 3) return redis.call('EXISTS', KEYS[1])", "1",
+                        prefix_ + ":db"}),
+      Reply::make_integer(1));
 }
 
 TEST_F(ClientTest, ADatabaseTheServerRefusesIsFatal) {
@@ -284,7 +296,8 @@ TEST_F(ClientTest, ABlockingCallFromTheIoThreadIsAnErrorNotADeadlock) {
         co_return;
       },
       [](std::exception_ptr e) {
-        if (e) std::rethrow_exception(e);
+        if (e)
+          std::rethrow_exception(e);
       });
   io.run_for(5s);
   EXPECT_TRUE(io.stopped());
@@ -413,8 +426,9 @@ TEST(ClientFaults, ACallInFlightWhenTheConnectionDropsFailsUnlessRetrySafe) {
   std::promise<std::pair<std::error_code, Reply>> safe;
   client.async_process(Command{"BLPOP", "q1", "0"},
                        [&](std::error_code ec, Reply) { unsafe.set_value(ec); });
-  client.async_process(Command{"BLPOP", "q2", "0"}.retry_safe(),
-                       [&](std::error_code ec, Reply r) { safe.set_value({ec, std::move(r)}); });
+  client.async_process(Command{"BLPOP", "q2", "0"}.retry_safe(), [&](std::error_code ec, Reply r) {
+    safe.set_value({ec, std::move(r)});
+  });
   ASSERT_TRUE(eventually([&] {
     return server.command({"INFO", "clients"}).str.find("blocked_clients:1") != std::string::npos;
   }));

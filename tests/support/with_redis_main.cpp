@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
     }
     int status = 0;
     ::waitpid(child, &status, 0);
-    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFEXITED(status))
+      return WEXITSTATUS(status);
     return 128 + WTERMSIG(status);
   } catch (const std::exception& e) {
     std::cerr << "leasehold-with-redis: " << e.what() << "\n";

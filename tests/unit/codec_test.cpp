@@ -45,8 +45,7 @@ TEST(FormatCommand, EmptyArguments) {
 
 TEST(FormatCommand, ArgumentsWithSpacesAndPercentSignsAreNotInterpreted) {
   // Not a format string: '%' and spaces go out verbatim.
-  EXPECT_EQ(format({"SET", "%s %d", "a b"}),
-            "*3\r\n$3\r\nSET\r\n$5\r\n%s %d\r\n$3\r\na b\r\n");
+  EXPECT_EQ(format({"SET", "%s %d", "a b"}), "*3\r\n$3\r\nSET\r\n$5\r\n%s %d\r\n$3\r\na b\r\n");
 }
 
 TEST(FormatCommand, LargeArgument) {
@@ -93,8 +92,7 @@ std::vector<Case> cases() {
       {"zero", ":0\r\n", Reply::make_integer(0)},
       {"negative_integer", ":-7\r\n", Reply::make_integer(-7)},
       {"max_integer", ":9223372036854775807\r\n", Reply::make_integer(9223372036854775807LL)},
-      {"min_integer", ":-9223372036854775808\r\n",
-       Reply::make_integer(-9223372036854775807LL - 1)},
+      {"min_integer", ":-9223372036854775808\r\n", Reply::make_integer(-9223372036854775807LL - 1)},
       {"bulk", "$5\r\nhello\r\n", Reply::make_string("hello")},
       {"empty_bulk", "$0\r\n\r\n", Reply::make_string("")},
       {"binary_bulk", "$9\r\n" + binary + "\r\n", Reply::make_string(binary)},
@@ -258,8 +256,7 @@ TEST(ReplyReader, OneMebibyteBulkFedOneByteAtATime) {
   std::optional<Reply> reply = reader.next(ec);
   ASSERT_FALSE(ec);
   ASSERT_TRUE(reply);
-  EXPECT_TRUE(*reply ==
-              Reply::make_array({Reply::make_string(payload), Reply::make_integer(9)}));
+  EXPECT_TRUE(*reply == Reply::make_array({Reply::make_string(payload), Reply::make_integer(9)}));
 }
 
 TEST(ReplyReader, ManySmallRepliesInOneFeed) {
@@ -300,11 +297,11 @@ TEST_P(ProtocolError, SetsProtocolError) {
   EXPECT_FALSE(reader.error_text().empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Malformed, ProtocolError,
-    ::testing::Values("?garbage\r\n", "garbage\r\n", "$abc\r\n", "$-2\r\n", "$1x\r\n", "*-2\r\n",
-                      "*x\r\n", ":abc\r\n", ":12a\r\n", "*2\r\n:1\r\n?\r\n",
-                      "+OK\r\n!oops\r\n", "$99999999999999999999\r\n", "*3000000000\r\n"));
+INSTANTIATE_TEST_SUITE_P(Malformed, ProtocolError,
+                         ::testing::Values("?garbage\r\n", "garbage\r\n", "$abc\r\n", "$-2\r\n",
+                                           "$1x\r\n", "*-2\r\n", "*x\r\n", ":abc\r\n", ":12a\r\n",
+                                           "*2\r\n:1\r\n?\r\n", "+OK\r\n!oops\r\n",
+                                           "$99999999999999999999\r\n", "*3000000000\r\n"));
 
 TEST(ReplyReader, ProtocolErrorAfterAGoodReplyKeepsTheGoodOne) {
   ReplyReader reader;

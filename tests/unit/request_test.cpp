@@ -224,8 +224,7 @@ TEST(Command, ValueOfAFailedResultThrowsTheCodeWithTheServersText) {
     FAIL() << "no exception";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), errc::wrong_type);
-    EXPECT_NE(std::string(e.what()).find("WRONGTYPE Operation against a key"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("WRONGTYPE Operation against a key"), std::string::npos)
         << e.what();
   }
 }
