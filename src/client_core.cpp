@@ -2,7 +2,6 @@
 
 #include <asio/co_spawn.hpp>
 #include <asio/connect.hpp>
-#include <asio/experimental/awaitable_operators.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/local/stream_protocol.hpp>
 #include <asio/post.hpp>
@@ -10,12 +9,13 @@
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
+#include "leasehold/detail/asio_compat.hpp"
 
 namespace leasehold::detail {
 namespace {
 
 using asio::use_awaitable;
-using namespace asio::experimental::awaitable_operators;
+using namespace asio_compat::awaitable_operators;
 
 constexpr std::size_t kReadChunk = 64 * 1024;
 

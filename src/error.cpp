@@ -57,6 +57,9 @@ class Category final : public std::error_category {
         return "The server is a read-only replica; connect to the primary.";
       case errc::unexpected_reply:
         return "Redis answered with a reply of an unexpected type.";
+      case errc::lease_lost:
+        return "The lease was lost while the work ran: it expired or was taken over, or it "
+               "could not be extended before its deadline.";
     }
     return "Unknown leasehold error.";
   }

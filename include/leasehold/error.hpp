@@ -36,6 +36,8 @@ enum class errc {
   server_loading,
   read_only_replica,
   unexpected_reply,
+  // Outcomes asked for as values that were not there.
+  lease_lost,
 };
 
 const std::error_category& category() noexcept;

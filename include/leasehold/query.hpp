@@ -68,6 +68,14 @@ Result<T> error_result(const Reply& reply) {
   return Result<T>(classify_error_reply(reply.str), reply.str);
 }
 
+// What a query does to Redis, declared by a query as `using effect = Write<L>;` (or Read<L>), so
+// that a narrowed handle can refuse it at compile time (capability.hpp). L names what is touched:
+// a lock type, or Command for raw commands. A query that declares nothing counts as a write.
+template <class L>
+struct Write {};
+template <class L>
+struct Read {};
+
 // When a query's request was handed to the connection (before it was sent) and when its reply
 // was read (or later): lease deadlines count from `sent`, and a reply that comes after its
 // lease's deadline does not count.
@@ -102,6 +110,7 @@ inline bool outcome_unknown(std::error_code ec) noexcept {
 class Command {
  public:
   using result_type = Reply;
+  using effect = Write<Command>;
 
   Command(std::initializer_list<std::string_view> args) : args_(args.begin(), args.end()) {}
   explicit Command(std::vector<std::string> args) : args_(std::move(args)) {}

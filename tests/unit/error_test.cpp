@@ -7,8 +7,8 @@ namespace leasehold {
 namespace {
 
 TEST(Errors, EveryCodeHasASentenceInTheLeaseholdCategory) {
-  for (int value = static_cast<int>(errc::invalid_url);
-       value <= static_cast<int>(errc::unexpected_reply); ++value) {
+  for (int value = static_cast<int>(errc::invalid_url); value <= static_cast<int>(errc::lease_lost);
+       ++value) {
     const std::error_code code = static_cast<errc>(value);
     EXPECT_STREQ(code.category().name(), "leasehold");
     const std::string message = code.message();

@@ -1,0 +1,93 @@
+// What every lease has: a random id (the proof of holding) and a client-side deadline.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include "leasehold/error.hpp"
+
+namespace leasehold {
+
+using Clock = std::chrono::steady_clock;
+
+// 16 random bytes from the OS CSPRNG (getrandom(2)). Stored in Redis as 32 hex digits. Printing
+// shows only a short prefix: a whole id is a credential and never goes to a log.
+class LeaseId {
+ public:
+  static LeaseId generate();
+  // From 32 hex digits (e.g. LEASEHOLD_TOKEN); throws Error(errc::invalid_argument) otherwise.
+  static LeaseId from_hex(std::string_view hex);
+
+  const std::array<std::uint8_t, 16>& bytes() const noexcept { return bytes_; }
+  std::string hex() const;        // all 32 hex digits: for Redis and for a child process's env
+  std::string short_hex() const;  // the first 8 hex digits and "…": for people and logs
+
+  friend auto operator<=>(const LeaseId&, const LeaseId&) = default;
+  friend std::ostream& operator<<(std::ostream& out, const LeaseId& id) {
+    return out << id.short_hex();
+  }
+
+ private:
+  std::array<std::uint8_t, 16> bytes_{};
+};
+
+// The client-side deadline of a lease acquired or extended by a request handed to the connection
+// at `sent`: the server's expiry is at least `sent + ttl` away, because the server starts the TTL
+// when it runs the command, after `sent`. The margin covers clock-rate drift between client and
+// server (1% of the TTL) plus 2 ms.
+constexpr Clock::duration lease_margin(std::chrono::milliseconds ttl) {
+  return ttl / 100 + std::chrono::milliseconds(2);
+}
+constexpr Clock::time_point lease_deadline(Clock::time_point sent, std::chrono::milliseconds ttl) {
+  return sent + ttl - lease_margin(ttl);
+}
+
+// The longest TTL leasehold accepts: far above any sensible lease, far below where steady_clock
+// arithmetic or Redis' PX would overflow.
+inline constexpr std::chrono::milliseconds kMaxTtl = std::chrono::hours(24 * 365 * 10);
+
+namespace detail {
+
+// The state of one held lease, shared by its token and by the queries that extend it (an extend
+// in flight may complete after the token moved). The deadline only moves forward.
+struct LeaseState {
+  LeaseState(std::string key, LeaseId id, std::chrono::milliseconds ttl, Clock::time_point deadline)
+      : key(std::move(key)), id(id), ttl(ttl), deadline_ns(deadline.time_since_epoch().count()) {}
+
+  Clock::time_point deadline() const noexcept {
+    return Clock::time_point(Clock::duration(deadline_ns.load(std::memory_order_acquire)));
+  }
+  void extend_to(Clock::time_point deadline) noexcept {
+    auto wanted = deadline.time_since_epoch().count();
+    auto current = deadline_ns.load(std::memory_order_relaxed);
+    while (current < wanted &&
+           !deadline_ns.compare_exchange_weak(current, wanted, std::memory_order_acq_rel)) {
+    }
+  }
+
+  const std::string key;
+  const LeaseId id;
+  const std::string id_hex = id.hex();
+  const std::chrono::milliseconds ttl;
+  std::atomic<Clock::rep> deadline_ns;
+};
+
+// Checks done where a TTL is given; in a constant expression a bad TTL is a compile error.
+constexpr void validate_ttl(std::chrono::milliseconds ttl) {
+  if (ttl <= std::chrono::milliseconds::zero())
+    throw Error(
+        make_error_code(errc::invalid_argument),
+        "the TTL must be positive (at least 1 ms), got " + std::to_string(ttl.count()) + " ms");
+  if (ttl > kMaxTtl)
+    throw Error(make_error_code(errc::invalid_argument),
+                "the TTL must be at most 10 years, got " + std::to_string(ttl.count()) + " ms");
+}
+
+}  // namespace detail
+}  // namespace leasehold

@@ -1,0 +1,297 @@
+// Lock<N>: a lease mutex. At most one holder per name; a holder keeps the lock until it releases
+// it or its TTL runs out.
+//
+//   constexpr leasehold::Lock<std::uint64_t> invoices{"invoice", 30s};
+//   if (auto token = redis.process(invoices.try_lock(invoice_id))) {
+//     finalize(invoice_id);
+//     redis.process(token->release());   // true: released; false: the lease had run out
+//   }
+//
+// Every lock operation is a query value run by a Client (sync or async) and never waits: busy is
+// an empty optional, a lost lease is `false`. See docs/locks.md.
+#pragma once
+
+#include <chrono>
+#include <concepts>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "leasehold/lease.hpp"
+#include "leasehold/query.hpp"
+
+namespace leasehold {
+
+inline constexpr std::string_view kDefaultPrefix = "leasehold";
+
+// Customization point: how a name of type T is written into a lock's key. Specialize it for your
+// own name types; two different names must be written differently (the encoding must be
+// injective). Strings are written as they are (binary-safe); integers in decimal.
+template <class T>
+struct LockName;
+
+template <>
+struct LockName<std::string> {
+  static void append(std::string& key, std::string_view name) { key.append(name); }
+};
+template <>
+struct LockName<std::string_view> : LockName<std::string> {};
+
+template <std::integral T>
+struct LockName<T> {
+  static void append(std::string& key, T name) { key += std::to_string(name); }
+};
+
+template <class T>
+concept LockNameType = requires(std::string& key, const T& name) {
+  LockName<T>::append(key, name);
+};
+
+namespace detail {
+
+constexpr bool is_namespace_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-' || c == '.';
+}
+
+// A namespace is 1-64 of [A-Za-z0-9_.-]: it can hold no ':' (which ends it in the key) nor braces
+// (cluster hash tags). In a constant expression a bad namespace is a compile error.
+constexpr void validate_namespace(std::string_view ns) {
+  if (ns.empty() || ns.size() > 64)
+    throw Error(make_error_code(errc::invalid_argument),
+                "a lock namespace must be 1 to 64 characters long");
+  for (char c : ns)
+    if (!is_namespace_char(c))
+      throw Error(make_error_code(errc::invalid_argument),
+                  "a lock namespace may only hold letters, digits, '_', '-' and '.', got '" +
+                      std::string(ns) + "'");
+}
+
+// A prefix is 1-64 characters without braces, spaces or control characters.
+constexpr void validate_prefix(std::string_view prefix) {
+  if (prefix.empty() || prefix.size() > 64)
+    throw Error(make_error_code(errc::invalid_argument),
+                "a key prefix must be 1 to 64 characters long");
+  for (char c : prefix)
+    if (c == '{' || c == '}' || c == ' ' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      throw Error(make_error_code(errc::invalid_argument),
+                  "a key prefix may not hold braces, spaces or control characters");
+}
+
+const Script& lock_release_script();
+const Script& lock_extend_script();
+
+}  // namespace detail
+
+template <class L>
+class LockToken;
+template <class L>
+class TryLock;
+template <class L>
+class ReleaseLock;
+template <class L>
+class ExtendLock;
+
+template <LockNameType N>
+class Lock {
+ public:
+  using name_type = N;
+
+  constexpr Lock(std::string_view ns, std::chrono::milliseconds ttl,
+                 std::string_view prefix = kDefaultPrefix)
+      : ns_(ns), prefix_(prefix), ttl_(ttl) {
+    detail::validate_namespace(ns);
+    detail::validate_prefix(prefix);
+    detail::validate_ttl(ttl);
+  }
+
+  constexpr std::string_view name_space() const noexcept { return ns_; }
+  constexpr std::string_view prefix() const noexcept { return prefix_; }
+  constexpr std::chrono::milliseconds ttl() const noexcept { return ttl_; }
+
+  // "<prefix>:Lock:<namespace>:<name>" (docs/keys.md).
+  std::string key(const N& name) const {
+    std::string key;
+    key.reserve(prefix_.size() + ns_.size() + 8 + 20);
+    key.append(prefix_).append(":Lock:").append(ns_).append(":");
+    LockName<N>::append(key, name);
+    return key;
+  }
+
+  // A query yielding std::optional<LockToken<Lock>>: a token if this call took the lock, nothing
+  // if someone holds it. Never waits.
+  TryLock<Lock> try_lock(const N& name) const { return TryLock<Lock>(key(name), ttl_); }
+
+ private:
+  std::string_view ns_;
+  std::string_view prefix_;
+  std::chrono::milliseconds ttl_;
+};
+
+// Proof of holding a lease: the only way to release or extend it. Move-only; dropping a token
+// does not release the lock (the lease runs out at its TTL).
+template <class L>
+class LockToken {
+ public:
+  using lock_type = L;
+
+  LockToken(LockToken&&) noexcept = default;
+  LockToken& operator=(LockToken&&) noexcept = default;
+  LockToken(const LockToken&) = delete;
+  LockToken& operator=(const LockToken&) = delete;
+
+  const std::string& key() const noexcept { return state_->key; }
+  const LeaseId& id() const noexcept { return state_->id; }
+  std::chrono::milliseconds ttl() const noexcept { return state_->ttl; }
+
+  // Until when this process may act as the holder, by its own steady clock.
+  Clock::time_point deadline() const noexcept { return state_->deadline(); }
+  Clock::duration valid_for(Clock::time_point now = Clock::now()) const noexcept {
+    const auto left = deadline() - now;
+    return left > Clock::duration::zero() ? left : Clock::duration::zero();
+  }
+  bool expired(Clock::time_point now = Clock::now()) const noexcept { return now >= deadline(); }
+
+  // A query yielding bool: true if this token held the lock and it is now released; false if
+  // the lease had run out (and then nothing is deleted).
+  ReleaseLock<L> release() const { return ReleaseLock<L>(state_); }
+  // A query yielding bool: true if this token held the lock and its lease restarts for another
+  // TTL (the token's deadline moves); false if the lease had run out (nothing is resurrected).
+  ExtendLock<L> extend() const { return ExtendLock<L>(state_); }
+
+  friend bool operator==(const LockToken& a, const LockToken& b) noexcept {
+    return a.state_->id == b.state_->id && a.state_->key == b.state_->key;
+  }
+  friend std::ostream& operator<<(std::ostream& out, const LockToken& token) {
+    return out << "LockToken(" << token.key() << ", " << token.id() << ")";
+  }
+
+  // For the layers above (heartbeats): the shared lease state.
+  const std::shared_ptr<detail::LeaseState>& state() const noexcept { return state_; }
+
+ private:
+  friend class TryLock<L>;
+  explicit LockToken(std::shared_ptr<detail::LeaseState> state) : state_(std::move(state)) {}
+
+  std::shared_ptr<detail::LeaseState> state_;
+};
+
+// SET key id NX PX ttl GET: takes the lock in one round trip. GET makes it idempotent: a retry of
+// the same query (same id) after a lost reply sees its own id and reports success, with the
+// deadline counted from the first send. The request is retry-safe; when its outcome stays
+// unknown, the client releases this id (best effort) so that no lease is orphaned.
+template <class L>
+class TryLock {
+ public:
+  using result_type = std::optional<LockToken<L>>;
+  using effect = Write<L>;
+
+  TryLock(std::string key, std::chrono::milliseconds ttl)
+      : key_(std::move(key)), ttl_(ttl), id_(LeaseId::generate()) {}
+
+  const std::string& key() const noexcept { return key_; }
+  const LeaseId& id() const noexcept { return id_; }
+
+  Request request() const {
+    const std::string id = id_.hex();
+    const std::string ttl = std::to_string(ttl_.count());
+    return Request::command({"SET", key_, id, "NX", "PX", ttl, "GET"}).retry_safe();
+  }
+
+  Result<result_type> parse(Reply reply, const Timing& timing) const {
+    if (reply.is_error())
+      return error_result<result_type>(reply);
+    const bool taken =
+        reply.is_nil() || (reply.type == Reply::Type::string && reply.str == id_.hex());
+    if (!taken) {
+      if (reply.type == Reply::Type::string)
+        return result_type{};  // someone else holds it
+      return Result<result_type>(make_error_code(errc::unexpected_reply), to_string(reply));
+    }
+    const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
+    if (timing.received >= deadline)
+      return result_type{};  // came too late to count as held
+    return result_type{
+        LockToken<L>(std::make_shared<detail::LeaseState>(key_, id_, ttl_, deadline))};
+  }
+
+  std::optional<Request> on_unknown_outcome() const {
+    const std::string id = id_.hex();
+    const std::string_view keys[] = {key_};
+    const std::string_view args[] = {id};
+    return Request::script(detail::lock_release_script(), keys, args);
+  }
+
+ private:
+  std::string key_;
+  std::chrono::milliseconds ttl_;
+  LeaseId id_;
+};
+
+// release script: KEYS[1] lock key, ARGV[1] id -> 1 deleted, 0 not held by this id.
+// Not retry-safe: a second run after a lost reply would answer 0 for a lock it did release.
+template <class L>
+class ReleaseLock {
+ public:
+  using result_type = bool;
+  using effect = Write<L>;
+
+  explicit ReleaseLock(std::shared_ptr<detail::LeaseState> state) : state_(std::move(state)) {}
+
+  Request request() const {
+    const std::string_view keys[] = {state_->key};
+    const std::string_view args[] = {state_->id_hex};
+    return Request::script(detail::lock_release_script(), keys, args);
+  }
+
+  Result<bool> parse(Reply reply, const Timing&) const {
+    if (reply.is_error())
+      return error_result<bool>(reply);
+    if (reply.type != Reply::Type::integer)
+      return Result<bool>(make_error_code(errc::unexpected_reply), to_string(reply));
+    return reply.integer == 1;
+  }
+
+ private:
+  std::shared_ptr<detail::LeaseState> state_;
+};
+
+// extend script: KEYS[1] lock key, ARGV[1] id, ARGV[2] ttl ms -> 1 restarted, 0 not held by this
+// id (an expired key stays gone). Retry-safe: running it twice restarts the TTL twice.
+template <class L>
+class ExtendLock {
+ public:
+  using result_type = bool;
+  using effect = Write<L>;
+
+  explicit ExtendLock(std::shared_ptr<detail::LeaseState> state) : state_(std::move(state)) {}
+
+  Request request() const {
+    const std::string ttl = std::to_string(state_->ttl.count());
+    const std::string_view keys[] = {state_->key};
+    const std::string_view args[] = {state_->id_hex, ttl};
+    return Request::script(detail::lock_extend_script(), keys, args).retry_safe();
+  }
+
+  Result<bool> parse(Reply reply, const Timing& timing) const {
+    if (reply.is_error())
+      return error_result<bool>(reply);
+    if (reply.type != Reply::Type::integer)
+      return Result<bool>(make_error_code(errc::unexpected_reply), to_string(reply));
+    if (reply.integer != 1)
+      return false;
+    const Clock::time_point deadline = lease_deadline(timing.sent, state_->ttl);
+    if (timing.received >= deadline)
+      return false;  // too late: it may have run out meanwhile
+    state_->extend_to(deadline);
+    return true;
+  }
+
+ private:
+  std::shared_ptr<detail::LeaseState> state_;
+};
+
+}  // namespace leasehold

@@ -1,0 +1,199 @@
+// Lock<N> without a server: keys, validation, reply parsing, lease deadlines (time as an argument).
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "leasehold/capability.hpp"
+#include "leasehold/lock.hpp"
+
+namespace leasehold {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr Lock<std::uint64_t> kInvoices{"invoice", 30s};
+constexpr Lock<std::string> kReports{"report", 10s, "myapp"};
+
+TEST(LockKeys, FollowTheDocumentedLayout) {
+  EXPECT_EQ(kInvoices.key(42), "leasehold:Lock:invoice:42");
+  EXPECT_EQ(kReports.key("daily"), "myapp:Lock:report:daily");
+  EXPECT_EQ(kInvoices.ttl(), 30s);
+  EXPECT_EQ(kReports.prefix(), "myapp");
+}
+
+TEST(LockKeys, NamesAreBinarySafeAndDistinctPairsNeverShareAKey) {
+  const std::vector<std::string> names = {
+      "",         "a",    "a:b", ":", "{", "}", "{x}", std::string(1, '\0'), std::string("a\0b", 3),
+      "\xff\xfe", "x:y:z"};
+  std::set<std::string> keys;
+  for (const auto& name : names)
+    keys.insert(kReports.key(name));
+  EXPECT_EQ(keys.size(), names.size());
+  // The namespace cannot hold ':' so it ends at the first ':' after "Lock:": ("a", "b:c") and
+  // ("a:b", "c") cannot both exist.
+  EXPECT_THROW(Lock<std::string>("a:b", 1s), Error);
+  EXPECT_EQ(kReports.key(std::string("a\0b", 3)), std::string("myapp:Lock:report:a\0b", 21));
+}
+
+TEST(LockValidation, NamespacesPrefixesAndTtlsAreCheckedBeforeAnythingIsSent) {
+  auto code_of = [](auto make) {
+    try {
+      make();
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return std::error_code{};
+  };
+  EXPECT_EQ(code_of([] { Lock<std::string>("", 1s); }), errc::invalid_argument);
+  EXPECT_EQ(code_of([] { Lock<std::string>("has space", 1s); }), errc::invalid_argument);
+  EXPECT_EQ(code_of([] { Lock<std::string>("brace{", 1s); }), errc::invalid_argument);
+  EXPECT_EQ(code_of([] { Lock<std::string>(std::string(65, 'a'), 1s); }), errc::invalid_argument);
+  EXPECT_EQ(code_of([] { Lock<std::string>("ok", 0ms); }), errc::invalid_argument);
+  EXPECT_EQ(code_of([] { Lock<std::string>("ok", -5ms); }), errc::invalid_argument);
+  EXPECT_EQ(code_of([] { Lock<std::string>("ok", kMaxTtl + 1ms); }), errc::invalid_argument);
+  EXPECT_EQ(code_of([] { Lock<std::string>("ok", 1s, "bad{prefix"); }), errc::invalid_argument);
+  EXPECT_EQ(code_of([] { Lock<std::string>("ok.v2-x_y", kMaxTtl); }), std::error_code{});
+  try {
+    Lock<std::string>("ok", 0ms);
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("TTL must be positive"), std::string::npos);
+  }
+}
+
+TEST(LeaseIds, AreRandomHexAndPrintShort) {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i)
+    seen.insert(LeaseId::generate().hex());
+  EXPECT_EQ(seen.size(), 1000u);
+  const LeaseId id = LeaseId::generate();
+  EXPECT_EQ(id.hex().size(), 32u);
+  EXPECT_EQ(LeaseId::from_hex(id.hex()), id);
+  EXPECT_EQ(id.short_hex().substr(0, 8), id.hex().substr(0, 8));
+  EXPECT_LT(id.short_hex().size(), 16u);
+  std::ostringstream printed;
+  printed << id;
+  EXPECT_EQ(printed.str().find(id.hex()), std::string::npos) << "never print a whole id";
+  EXPECT_THROW(LeaseId::from_hex("xyz"), Error);
+}
+
+TEST(TryLockQuery, IsOneIdempotentSetWithNxPxGet) {
+  const TryLock<Lock<std::uint64_t>> query = kInvoices.try_lock(7);
+  const Request request = query.request();
+  EXPECT_TRUE(request.is_retry_safe());
+  EXPECT_FALSE(request.is_script());
+  const std::string id = query.id().hex();
+  const std::string expected = "*7\r\n$3\r\nSET\r\n$24\r\nleasehold:Lock:invoice:7\r\n$32\r\n" +
+                               id + "\r\n$2\r\nNX\r\n$2\r\nPX\r\n$5\r\n30000\r\n$3\r\nGET\r\n";
+  EXPECT_EQ(request.bytes(), expected);
+  // Two queries for the same name carry different ids.
+  EXPECT_NE(kInvoices.try_lock(7).id(), query.id());
+}
+
+TEST(TryLockQuery, ParsesEachReply) {
+  const auto query = kInvoices.try_lock(7);
+  const Clock::time_point sent{Clock::duration(1'000'000'000)};
+  const Timing timing{sent, sent + 1ms};
+
+  auto taken = query.parse(Reply::make_nil(), timing);
+  ASSERT_TRUE(taken.has_value());
+  ASSERT_TRUE(taken->has_value());
+  EXPECT_EQ((*taken)->key(), "leasehold:Lock:invoice:7");
+  EXPECT_EQ((*taken)->id(), query.id());
+
+  // A retry that finds its own id holds the lock (its reply was lost the first time).
+  auto retried = query.parse(Reply::make_string(query.id().hex()), timing);
+  ASSERT_TRUE(retried->has_value());
+
+  auto busy = query.parse(Reply::make_string(LeaseId::generate().hex()), timing);
+  ASSERT_TRUE(busy.has_value());
+  EXPECT_FALSE(busy->has_value());
+
+  auto wrong = query.parse(
+      Reply::make_error("WRONGTYPE Operation against a key holding the wrong kind of value"),
+      timing);
+  EXPECT_EQ(wrong.error(), errc::wrong_type);
+
+  auto odd = query.parse(Reply::make_integer(3), timing);
+  EXPECT_EQ(odd.error(), errc::unexpected_reply);
+}
+
+TEST(LeaseDeadline, IsNeverLaterThanTheServersExpiry) {
+  // The server starts the TTL when it runs the command, never before `sent`; so its expiry is
+  // never before sent + ttl. The client's deadline must be at or before that, for every TTL.
+  const Clock::time_point sent{Clock::duration(123'456'789)};
+  for (auto ttl : {1ms, 2ms, 3ms, 10ms, 100ms, 1000ms, 30000ms, 3600000ms,
+                   std::chrono::milliseconds(kMaxTtl)}) {
+    const auto query = Lock<std::string>("t", ttl).try_lock("n");
+    const Clock::time_point server_expiry_at_the_earliest = sent + ttl;
+    auto result = query.parse(Reply::make_nil(), Timing{sent, sent});
+    ASSERT_TRUE(result.has_value());
+    if (result->has_value()) {
+      EXPECT_LE((*result)->deadline(), server_expiry_at_the_earliest) << ttl.count();
+      EXPECT_LE((*result)->deadline(), sent + ttl - ttl / 100) << "drift margin, " << ttl.count();
+    }
+    EXPECT_LE(lease_deadline(sent, ttl), server_expiry_at_the_earliest);
+  }
+}
+
+TEST(LeaseDeadline, AReplyAfterTheDeadlineDoesNotCountAsHeld) {
+  const auto query = Lock<std::string>("t", 100ms).try_lock("n");
+  const Clock::time_point sent{Clock::duration(5'000'000'000)};
+  auto on_time = query.parse(Reply::make_nil(), Timing{sent, sent + 50ms});
+  EXPECT_TRUE(on_time->has_value());
+  auto late = query.parse(Reply::make_nil(), Timing{sent, sent + 99ms});
+  EXPECT_FALSE(late->has_value());
+}
+
+TEST(LockToken, KnowsHowLongItIsValid) {
+  const auto query = Lock<std::string>("t", 1000ms).try_lock("n");
+  const Clock::time_point sent{Clock::duration(7'000'000'000)};
+  auto token = std::move(*query.parse(Reply::make_nil(), Timing{sent, sent}).value());
+  EXPECT_EQ(token.deadline(), sent + 1000ms - 12ms);
+  EXPECT_EQ(token.valid_for(sent + 500ms), 1000ms - 12ms - 500ms);
+  EXPECT_EQ(token.valid_for(sent + 2s), Clock::duration::zero());
+  EXPECT_TRUE(token.expired(sent + 2s));
+  EXPECT_FALSE(token.expired(sent));
+  EXPECT_EQ(token.ttl(), 1000ms);
+}
+
+TEST(ExtendQuery, MovesTheDeadlineOnlyWhenHeldAndOnTime) {
+  const auto query = Lock<std::string>("t", 1000ms).try_lock("n");
+  const Clock::time_point sent{Clock::duration(9'000'000'000)};
+  auto token = std::move(*query.parse(Reply::make_nil(), Timing{sent, sent}).value());
+  const auto before = token.deadline();
+
+  const auto extend = token.extend();
+  EXPECT_TRUE(extend.request().is_script());
+  EXPECT_TRUE(extend.request().is_retry_safe());
+  EXPECT_FALSE(*extend.parse(Reply::make_integer(0), Timing{sent + 400ms, sent + 401ms}));
+  EXPECT_EQ(token.deadline(), before);
+  EXPECT_TRUE(*extend.parse(Reply::make_integer(1), Timing{sent + 400ms, sent + 401ms}));
+  EXPECT_EQ(token.deadline(), sent + 400ms + 1000ms - 12ms);
+  // An extension sent earlier but answered later never moves the deadline back.
+  EXPECT_TRUE(*extend.parse(Reply::make_integer(1), Timing{sent + 100ms, sent + 402ms}));
+  EXPECT_EQ(token.deadline(), sent + 400ms + 1000ms - 12ms);
+}
+
+TEST(ReleaseQuery, IsNotRetrySafeAndReadsOneOrZero) {
+  const auto query = Lock<std::string>("t", 1000ms).try_lock("n");
+  const Clock::time_point sent{};
+  auto token = std::move(*query.parse(Reply::make_nil(), Timing{sent, sent}).value());
+  const auto release = token.release();
+  EXPECT_FALSE(release.request().is_retry_safe());
+  EXPECT_TRUE(*release.parse(Reply::make_integer(1), {}));
+  EXPECT_FALSE(*release.parse(Reply::make_integer(0), {}));
+  EXPECT_EQ(release.parse(Reply::make_status("OK"), {}).error(), errc::unexpected_reply);
+}
+
+// Capabilities, as compile-time facts (the compile tests check the rejections' diagnostics).
+using InvoiceLocks = Allow<Write<Lock<std::uint64_t>>>;
+static_assert(AllowedBy<ReadWrite, TryLock<Lock<std::uint64_t>>>);
+static_assert(!AllowedBy<ReadOnly, TryLock<Lock<std::uint64_t>>>);
+static_assert(!AllowedBy<ReadOnly, ReleaseLock<Lock<std::uint64_t>>>);
+static_assert(AllowedBy<InvoiceLocks, TryLock<Lock<std::uint64_t>>>);
+static_assert(AllowedBy<InvoiceLocks, ExtendLock<Lock<std::uint64_t>>>);
+static_assert(!AllowedBy<InvoiceLocks, TryLock<Lock<std::string>>>);
+static_assert(!AllowedBy<InvoiceLocks, Command>);
+
+}  // namespace
+}  // namespace leasehold
