@@ -23,4 +23,23 @@ const Script& lock_extend_script() {
   return script;
 }
 
+Request lease_request(const LeaseState& state, bool extend) {
+  const std::string ttl = std::to_string(state.ttl.count());
+  const std::string_view args[] = {state.id_hex, ttl};
+  const std::span<const std::string_view> id_only(args, 1);
+  const std::span<const std::string_view> id_and_ttl(args, 2);
+  if (state.kind == LeaseKind::lock) {
+    const std::string_view keys[] = {state.key};
+    return extend ? Request::script(lock_extend_script(), keys, id_and_ttl)
+                  : Request::script(lock_release_script(), keys, id_only);
+  }
+  const std::string_view keys[] = {state.key, state.readers_key};
+  if (state.kind == LeaseKind::write) {
+    return extend ? Request::script(rw_write_extend_script(), keys, id_and_ttl)
+                  : Request::script(rw_write_release_script(), keys, id_only);
+  }
+  return extend ? Request::script(rw_read_extend_script(), keys, id_and_ttl)
+                : Request::script(rw_read_release_script(), keys, id_only);
+}
+
 }  // namespace leasehold::detail

@@ -54,11 +54,24 @@ inline constexpr std::chrono::milliseconds kMaxTtl = std::chrono::hours(24 * 365
 
 namespace detail {
 
+// Which kind of lease a state belongs to: it picks the release and extend scripts.
+enum class LeaseKind : std::uint8_t {
+  lock,   // Lock<N>: `key` is the lock's string key
+  write,  // RwLock<N> writer: `key` is the writer key, `readers_key` the readers' sorted set
+  read,   // RwLock<N> reader: the same two keys; this lease is one member of the sorted set
+};
+
 // The state of one held lease, shared by its token and by the queries that extend it (an extend
 // in flight may complete after the token moved). The deadline only moves forward.
 struct LeaseState {
-  LeaseState(std::string key, LeaseId id, std::chrono::milliseconds ttl, Clock::time_point deadline)
-      : key(std::move(key)), id(id), ttl(ttl), deadline_ns(deadline.time_since_epoch().count()) {}
+  LeaseState(std::string key, LeaseId id, std::chrono::milliseconds ttl, Clock::time_point deadline,
+             LeaseKind kind = LeaseKind::lock, std::string readers_key = {})
+      : key(std::move(key)),
+        readers_key(std::move(readers_key)),
+        kind(kind),
+        id(id),
+        ttl(ttl),
+        deadline_ns(deadline.time_since_epoch().count()) {}
 
   Clock::time_point deadline() const noexcept {
     return Clock::time_point(Clock::duration(deadline_ns.load(std::memory_order_acquire)));
@@ -72,6 +85,8 @@ struct LeaseState {
   }
 
   const std::string key;
+  const std::string readers_key;
+  const LeaseKind kind;
   const LeaseId id;
   const std::string id_hex = id.hex();
   const std::chrono::milliseconds ttl;

@@ -9,6 +9,8 @@
 #include "leasehold/query.hpp"
 #include "leasehold/reply.hpp"
 #include "leasehold/request.hpp"
+#include "leasehold/rwlock.hpp"
+#include "leasehold/slot.hpp"
 #include "leasehold/url.hpp"
 #include "leasehold/version.hpp"
 #include "leasehold/while_held.hpp"

@@ -83,11 +83,26 @@ constexpr void validate_prefix(std::string_view prefix) {
 
 const Script& lock_release_script();
 const Script& lock_extend_script();
+const Script& rw_write_release_script();
+const Script& rw_write_extend_script();
+const Script& rw_read_release_script();
+const Script& rw_read_extend_script();
+
+// The release or extend call of a lease of any kind; `ttl` empty for a release.
+Request lease_request(const LeaseState& state, bool extend);
 
 }  // namespace detail
 
+struct HolderSide;  // a Lock's holder, or an RwLock's writer
+struct ReaderSide;  // one of an RwLock's readers
+template <class L, class Side>
+class BasicToken;
+// The token of a Lock's holder or an RwLock's writer.
 template <class L>
-class LockToken;
+using LockToken = BasicToken<L, HolderSide>;
+// The token of one RwLock reader.
+template <class L>
+using ReadToken = BasicToken<L, ReaderSide>;
 template <class L>
 class TryLock;
 template <class L>
@@ -131,17 +146,27 @@ class Lock {
   std::chrono::milliseconds ttl_;
 };
 
+namespace detail {
+// Makes tokens: only the acquire queries do.
+struct TokenAccess {
+  template <class Token>
+  static Token make(std::shared_ptr<LeaseState> state) {
+    return Token(std::move(state));
+  }
+};
+}  // namespace detail
+
 // Proof of holding a lease: the only way to release or extend it. Move-only; dropping a token
 // does not release the lock (the lease runs out at its TTL).
-template <class L>
-class LockToken {
+template <class L, class Side>
+class BasicToken {
  public:
   using lock_type = L;
 
-  LockToken(LockToken&&) noexcept = default;
-  LockToken& operator=(LockToken&&) noexcept = default;
-  LockToken(const LockToken&) = delete;
-  LockToken& operator=(const LockToken&) = delete;
+  BasicToken(BasicToken&&) noexcept = default;
+  BasicToken& operator=(BasicToken&&) noexcept = default;
+  BasicToken(const BasicToken&) = delete;
+  BasicToken& operator=(const BasicToken&) = delete;
 
   const std::string& key() const noexcept { return state_->key; }
   const LeaseId& id() const noexcept { return state_->id; }
@@ -162,19 +187,20 @@ class LockToken {
   // TTL (the token's deadline moves); false if the lease had run out (nothing is resurrected).
   ExtendLock<L> extend() const { return ExtendLock<L>(state_); }
 
-  friend bool operator==(const LockToken& a, const LockToken& b) noexcept {
+  friend bool operator==(const BasicToken& a, const BasicToken& b) noexcept {
     return a.state_->id == b.state_->id && a.state_->key == b.state_->key;
   }
-  friend std::ostream& operator<<(std::ostream& out, const LockToken& token) {
-    return out << "LockToken(" << token.key() << ", " << token.id() << ")";
+  friend std::ostream& operator<<(std::ostream& out, const BasicToken& token) {
+    return out << (std::is_same_v<Side, ReaderSide> ? "ReadToken(" : "LockToken(") << token.key()
+               << ", " << token.id() << ")";
   }
 
   // For the layers above (heartbeats): the shared lease state.
   const std::shared_ptr<detail::LeaseState>& state() const noexcept { return state_; }
 
  private:
-  friend class TryLock<L>;
-  explicit LockToken(std::shared_ptr<detail::LeaseState> state) : state_(std::move(state)) {}
+  friend struct detail::TokenAccess;
+  explicit BasicToken(std::shared_ptr<detail::LeaseState> state) : state_(std::move(state)) {}
 
   std::shared_ptr<detail::LeaseState> state_;
 };
@@ -214,8 +240,8 @@ class TryLock {
     const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
     if (timing.received >= deadline)
       return result_type{};  // came too late to count as held
-    return result_type{
-        LockToken<L>(std::make_shared<detail::LeaseState>(key_, id_, ttl_, deadline))};
+    return result_type{detail::TokenAccess::make<LockToken<L>>(
+        std::make_shared<detail::LeaseState>(key_, id_, ttl_, deadline))};
   }
 
   std::optional<Request> on_unknown_outcome() const {
@@ -241,11 +267,7 @@ class ReleaseLock {
 
   explicit ReleaseLock(std::shared_ptr<detail::LeaseState> state) : state_(std::move(state)) {}
 
-  Request request() const {
-    const std::string_view keys[] = {state_->key};
-    const std::string_view args[] = {state_->id_hex};
-    return Request::script(detail::lock_release_script(), keys, args);
-  }
+  Request request() const { return detail::lease_request(*state_, false); }
 
   Result<bool> parse(Reply reply, const Timing&) const {
     if (reply.is_error())
@@ -269,12 +291,7 @@ class ExtendLock {
 
   explicit ExtendLock(std::shared_ptr<detail::LeaseState> state) : state_(std::move(state)) {}
 
-  Request request() const {
-    const std::string ttl = std::to_string(state_->ttl.count());
-    const std::string_view keys[] = {state_->key};
-    const std::string_view args[] = {state_->id_hex, ttl};
-    return Request::script(detail::lock_extend_script(), keys, args).retry_safe();
-  }
+  Request request() const { return detail::lease_request(*state_, true).retry_safe(); }
 
   Result<bool> parse(Reply reply, const Timing& timing) const {
     if (reply.is_error())

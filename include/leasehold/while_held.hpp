@@ -155,9 +155,9 @@ using while_held_result_t = std::invoke_result_t<Work&, std::stop_token>;
 // work's result, or Held::lost(cause) if the lease was lost while it ran (the stop token was
 // requested at that moment; the call returns once the work does). An exception from the work is
 // rethrown after the heartbeat stops.
-template <class L, class Work>
+template <class L, class Side, class Work>
 requires std::invocable<Work&, std::stop_token> Held<detail::while_held_result_t<Work>> while_held(
-    Client& client, const LockToken<L>& token, Work&& work) {
+    Client& client, const BasicToken<L, Side>& token, Work&& work) {
   using R = detail::while_held_result_t<Work>;
   auto loss = std::make_shared<detail::LossRecord>();
   auto stop = std::make_shared<std::stop_source>();
@@ -197,8 +197,8 @@ requires std::invocable<Work&, std::stop_token> Held<detail::while_held_result_t
 // Runs the awaitable work while a heartbeat extends the token's lease. When the lease is lost the
 // work is cancelled (at its next cancellable co_await) and the result is Held::lost(cause). An
 // exception from the work (when the lease was not lost) is rethrown.
-template <class L, class R>
-asio::awaitable<Held<R>> async_while_held(Client& client, const LockToken<L>& token,
+template <class L, class Side, class R>
+asio::awaitable<Held<R>> async_while_held(Client& client, const BasicToken<L, Side>& token,
                                           asio::awaitable<R> work) {
   auto executor = co_await asio::this_coro::executor;
   auto loss = std::make_shared<detail::LossRecord>();

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -87,7 +88,12 @@ RedisServer::RedisServer(Options options) : options_(std::move(options)) {
   for (const auto& arg : options_.extra_args)
     if (&arg != &options_.extra_args.back() && arg == "--requirepass")
       admin_password = *(&arg + 1);
-  port_ = free_port();
+  // A cluster node also listens on port + 10000 (its bus): keep that in range.
+  const bool cluster = std::find(options_.extra_args.begin(), options_.extra_args.end(),
+                                 "--cluster-enabled") != options_.extra_args.end();
+  do {
+    port_ = free_port();
+  } while (cluster && port_ > 55000);
   launch();
 }
 

@@ -1,0 +1,213 @@
+// RwLock<N>: one writer, or any number of readers, per name. Every reader holds a lease of its
+// own; the writer's lease works like a Lock's.
+//
+//   constexpr leasehold::RwLock<std::string> catalog{"catalog", 10s};
+//   if (auto reader = redis.process(catalog.try_read("books"))) { export_books(); ... }
+//   if (auto writer = redis.process(catalog.try_write("books"))) { reprice_books(); ... }
+//
+// Neither call waits. A read fails while a writer holds the name; a write fails while a writer or
+// any live reader holds it. See docs/rwlock.md.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "leasehold/lock.hpp"
+
+namespace leasehold {
+
+template <class L>
+class TryRead;
+template <class L>
+class TryWrite;
+
+namespace detail {
+
+const Script& rw_try_read_script();
+const Script& rw_try_write_script();
+
+// Names go into a hash tag, so '{' and '}' (and '%', the escape itself) are %-escaped: the tag is
+// always the whole "{namespace:name}" and the escaping stays injective.
+inline void append_escaped(std::string& out, std::string_view name) {
+  for (char c : name) {
+    switch (c) {
+      case '%':
+        out += "%25";
+        break;
+      case '{':
+        out += "%7B";
+        break;
+      case '}':
+        out += "%7D";
+        break;
+      default:
+        out += c;
+    }
+  }
+}
+
+}  // namespace detail
+
+template <LockNameType N>
+class RwLock {
+ public:
+  using name_type = N;
+
+  constexpr RwLock(std::string_view ns, std::chrono::milliseconds ttl,
+                   std::string_view prefix = kDefaultPrefix)
+      : ns_(ns), prefix_(prefix), ttl_(ttl) {
+    detail::validate_namespace(ns);
+    detail::validate_prefix(prefix);
+    detail::validate_ttl(ttl);
+  }
+
+  // Opt-in writer preference: a writer that finds readers registers its intent (a lease of
+  // `intent_ttl`, refreshed by each failed try_write), and new readers are refused while it
+  // lives, so a steady stream of readers cannot starve writers. Retry writes more often than
+  // `intent_ttl`.
+  constexpr RwLock with_writer_preference(std::chrono::milliseconds intent_ttl) const {
+    detail::validate_ttl(intent_ttl);
+    RwLock copy = *this;
+    copy.intent_ttl_ = intent_ttl;
+    return copy;
+  }
+
+  constexpr std::string_view name_space() const noexcept { return ns_; }
+  constexpr std::string_view prefix() const noexcept { return prefix_; }
+  constexpr std::chrono::milliseconds ttl() const noexcept { return ttl_; }
+  constexpr std::chrono::milliseconds writer_intent_ttl() const noexcept { return intent_ttl_; }
+
+  // "<prefix>:RwLock:{<namespace>:<escaped name>}:w" (and ":r", ":i"): one hash slot per name.
+  std::string writer_key(const N& name) const { return key(name, 'w'); }
+  std::string readers_key(const N& name) const { return key(name, 'r'); }
+  std::string intent_key(const N& name) const { return key(name, 'i'); }
+
+  // A query yielding std::optional<ReadToken<RwLock>>.
+  TryRead<RwLock> try_read(const N& name) const {
+    return TryRead<RwLock>(writer_key(name), readers_key(name), intent_key(name), ttl_);
+  }
+  // A query yielding std::optional<LockToken<RwLock>>.
+  TryWrite<RwLock> try_write(const N& name) const {
+    return TryWrite<RwLock>(writer_key(name), readers_key(name), intent_key(name), ttl_,
+                            intent_ttl_);
+  }
+
+ private:
+  std::string key(const N& name, char role) const {
+    std::string raw;
+    LockName<N>::append(raw, name);
+    std::string key;
+    key.reserve(prefix_.size() + ns_.size() + raw.size() + 16);
+    key.append(prefix_).append(":RwLock:{").append(ns_).append(":");
+    detail::append_escaped(key, raw);
+    key.append("}:").push_back(role);
+    return key;
+  }
+
+  std::string_view ns_;
+  std::string_view prefix_;
+  std::chrono::milliseconds ttl_;
+  std::chrono::milliseconds intent_ttl_{0};
+};
+
+namespace detail {
+
+// What TryRead and TryWrite share: the three keys, a fresh id, the acquire script's reply.
+template <class Token>
+class RwAcquire {
+ public:
+  using result_type = std::optional<Token>;
+
+  RwAcquire(std::string writer_key, std::string readers_key, std::string intent_key,
+            std::chrono::milliseconds ttl, LeaseKind kind)
+      : writer_key_(std::move(writer_key)),
+        readers_key_(std::move(readers_key)),
+        intent_key_(std::move(intent_key)),
+        ttl_(ttl),
+        kind_(kind),
+        id_(LeaseId::generate()) {}
+
+  const LeaseId& id() const noexcept { return id_; }
+
+  Result<result_type> parse(Reply reply, const Timing& timing) const {
+    if (reply.is_error())
+      return error_result<result_type>(reply);
+    if (reply.type != Reply::Type::integer)
+      return Result<result_type>(make_error_code(errc::unexpected_reply), to_string(reply));
+    if (reply.integer != 1)
+      return result_type{};
+    const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
+    if (timing.received >= deadline)
+      return result_type{};  // came too late to count as held
+    return result_type{TokenAccess::make<Token>(
+        std::make_shared<LeaseState>(writer_key_, id_, ttl_, deadline, kind_, readers_key_))};
+  }
+
+  // The acquire may have run: release this id (best effort).
+  std::optional<Request> on_unknown_outcome() const {
+    const LeaseState state(writer_key_, id_, ttl_, Clock::time_point{}, kind_, readers_key_);
+    return lease_request(state, false);
+  }
+
+ protected:
+  Request script_request(const Script& script, std::string_view intent_ttl) const {
+    const std::string id = id_.hex();
+    const std::string ttl = std::to_string(ttl_.count());
+    const std::string_view keys[] = {writer_key_, readers_key_, intent_key_};
+    const std::string_view with_intent[] = {id, ttl, intent_ttl};
+    const std::span<const std::string_view> args(with_intent, intent_ttl.empty() ? 2 : 3);
+    // Retry-safe: a rerun with the same id answers 1 again (and keeps one lease).
+    return Request::script(script, keys, args).retry_safe();
+  }
+
+ private:
+  std::string writer_key_;
+  std::string readers_key_;
+  std::string intent_key_;
+  std::chrono::milliseconds ttl_;
+  LeaseKind kind_;
+  LeaseId id_;
+};
+
+}  // namespace detail
+
+// Takes a reader lease: the script prunes expired readers, refuses while a writer holds the name
+// (or, with writer preference, while a writer waits), else adds this id scored by the server's
+// TIME + ttl.
+template <class L>
+class TryRead : public detail::RwAcquire<ReadToken<L>> {
+ public:
+  using effect = Write<L>;
+
+  TryRead(std::string writer_key, std::string readers_key, std::string intent_key,
+          std::chrono::milliseconds ttl)
+      : detail::RwAcquire<ReadToken<L>>(std::move(writer_key), std::move(readers_key),
+                                        std::move(intent_key), ttl, detail::LeaseKind::read) {}
+
+  Request request() const { return this->script_request(detail::rw_try_read_script(), {}); }
+};
+
+// Takes the writer lease: the script prunes expired readers, refuses while a writer or a live
+// reader holds the name (registering the writer's intent if the lock prefers writers).
+template <class L>
+class TryWrite : public detail::RwAcquire<LockToken<L>> {
+ public:
+  using effect = Write<L>;
+
+  TryWrite(std::string writer_key, std::string readers_key, std::string intent_key,
+           std::chrono::milliseconds ttl, std::chrono::milliseconds intent_ttl)
+      : detail::RwAcquire<LockToken<L>>(std::move(writer_key), std::move(readers_key),
+                                        std::move(intent_key), ttl, detail::LeaseKind::write),
+        intent_ttl_(std::to_string(intent_ttl.count())) {}
+
+  Request request() const {
+    return this->script_request(detail::rw_try_write_script(), intent_ttl_);
+  }
+
+ private:
+  std::string intent_ttl_;
+};
+
+}  // namespace leasehold

@@ -1,0 +1,115 @@
+// RwLock<N> without a server: keys and their cluster slots for hostile names, reply parsing.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "leasehold/rwlock.hpp"
+#include "leasehold/slot.hpp"
+
+namespace leasehold {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr RwLock<std::string> kCatalog{"catalog", 10s};
+
+TEST(ClusterSlots, MatchKnownValues) {
+  // CRC16/XMODEM check value, and slots Redis Cluster documents or computes (CLUSTER KEYSLOT).
+  EXPECT_EQ(crc16("123456789"), 0x31C3);
+  EXPECT_EQ(key_slot("123456789"), 0x31C3 % 16384);
+  EXPECT_EQ(key_slot("foo"), 12182);
+  EXPECT_EQ(key_slot("bar"), 5061);
+  EXPECT_EQ(key_slot("{user1000}.following"), key_slot("{user1000}.followers"));
+  EXPECT_EQ(key_slot("{user1000}.following"), key_slot("user1000"));
+  EXPECT_EQ(hash_tag("foo{}{bar}"), "foo{}{bar}");  // an empty tag does not count
+  EXPECT_EQ(hash_tag("foo{{bar}}zap"), "{bar");
+  EXPECT_EQ(hash_tag("foo{bar}{zap}"), "bar");
+  EXPECT_EQ(key_slot(""), 0);
+}
+
+TEST(RwLockKeys, FollowTheDocumentedLayout) {
+  EXPECT_EQ(kCatalog.writer_key("books"), "leasehold:RwLock:{catalog:books}:w");
+  EXPECT_EQ(kCatalog.readers_key("books"), "leasehold:RwLock:{catalog:books}:r");
+  EXPECT_EQ(kCatalog.intent_key("books"), "leasehold:RwLock:{catalog:books}:i");
+  EXPECT_EQ(kCatalog.writer_key("a{b}c%"), "leasehold:RwLock:{catalog:a%7Bb%7Dc%25}:w");
+}
+
+const std::vector<std::string>& hostile_names() {
+  static const std::vector<std::string> names = {"",
+                                                 "{",
+                                                 "}",
+                                                 "{}",
+                                                 "}{",
+                                                 "{x}",
+                                                 ":",
+                                                 "a:b",
+                                                 "%",
+                                                 "%7B",
+                                                 "%7D",
+                                                 "%25",
+                                                 "{%7B}",
+                                                 "\xff\xfe",
+                                                 "x}y{",
+                                                 "}}",
+                                                 "{{",
+                                                 std::string(1, '\0'),
+                                                 std::string("a\0}", 3),
+                                                 std::string(1000, '}')};
+  return names;
+}
+
+TEST(RwLockKeys, EveryKeyOfOneNameSharesOneSlotForEveryName) {
+  for (const auto& name : hostile_names()) {
+    const auto slot = key_slot(kCatalog.writer_key(name));
+    EXPECT_EQ(key_slot(kCatalog.readers_key(name)), slot) << "name size " << name.size();
+    EXPECT_EQ(key_slot(kCatalog.intent_key(name)), slot) << "name size " << name.size();
+    // The tag is the whole "{namespace:name}": names spread over slots instead of piling up.
+    std::string escaped;
+    detail::append_escaped(escaped, name);
+    EXPECT_EQ(hash_tag(kCatalog.writer_key(name)), "catalog:" + escaped);
+  }
+}
+
+TEST(RwLockKeys, DistinctNamesNeverShareAKey) {
+  std::set<std::string> keys;
+  for (const auto& name : hostile_names())
+    keys.insert(kCatalog.writer_key(name));
+  EXPECT_EQ(keys.size(), hostile_names().size());
+  // Nor do a Lock and an RwLock of the same namespace and name.
+  EXPECT_NE(Lock<std::string>("catalog", 10s).key("x"), kCatalog.writer_key("x"));
+}
+
+TEST(RwLockQueries, AreRetrySafeScriptsThatTakeNoClientTime) {
+  const auto read = kCatalog.try_read("books");
+  const auto write = kCatalog.try_write("books");
+  EXPECT_TRUE(read.request().is_script());
+  EXPECT_TRUE(read.request().is_retry_safe());
+  EXPECT_TRUE(write.request().is_retry_safe());
+  // try_read: 3 keys, then id and ttl only.
+  const std::string& bytes = read.request().bytes();
+  EXPECT_NE(bytes.find("$1\r\n3\r\n"), std::string::npos);
+  EXPECT_NE(bytes.find(read.id().hex()), std::string::npos);
+  EXPECT_NE(bytes.find("$5\r\n10000\r\n"), std::string::npos);
+}
+
+TEST(RwLockQueries, ParseGrantsAndRefusals) {
+  const auto read = kCatalog.try_read("books");
+  const Clock::time_point sent{Clock::duration(1'000'000'000)};
+  auto granted = read.parse(Reply::make_integer(1), Timing{sent, sent + 1ms});
+  ASSERT_TRUE(granted->has_value());
+  EXPECT_EQ((*granted)->id(), read.id());
+  EXPECT_LE((*granted)->deadline(), sent + 10s);
+  auto refused = read.parse(Reply::make_integer(0), Timing{sent, sent + 1ms});
+  EXPECT_FALSE(refused->has_value());
+  EXPECT_EQ(read.parse(Reply::make_nil(), Timing{sent, sent}).error(), errc::unexpected_reply);
+}
+
+TEST(RwLockValidation, WriterPreferenceNeedsAValidIntentTtl) {
+  EXPECT_EQ(kCatalog.writer_intent_ttl(), 0ms);
+  constexpr auto preferring = RwLock<std::string>{"catalog", 10s}.with_writer_preference(500ms);
+  EXPECT_EQ(preferring.writer_intent_ttl(), 500ms);
+  EXPECT_THROW(kCatalog.with_writer_preference(0ms), Error);
+}
+
+}  // namespace
+}  // namespace leasehold
