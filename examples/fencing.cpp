@@ -43,7 +43,8 @@ int main() {
     auto slow_token = slow.process(kRecords.try_lock("r1"));
     const long long slow_read = read_version(slow);
     std::cout << "slow holder: locked, read version " << slow_read << ", then stalls...\n";
-    while (!slow_token->expired()) std::this_thread::sleep_for(10ms);  // the stall
+    while (!slow_token->expired())
+      std::this_thread::sleep_for(10ms);  // the stall
 
     std::optional<leasehold::LockToken<leasehold::Lock<std::string>>> fast_token;
     while (!(fast_token = fast.process(kRecords.try_lock("r1"))))

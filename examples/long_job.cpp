@@ -27,7 +27,8 @@ int main() {
       // 2 seconds of work under a 600 ms lease.
       for (; batches < 20 && !stop.stop_requested(); ++batches) {
         std::this_thread::sleep_for(100ms);  // stands for one batch of real work
-        if (!other_replica.process(kIndexRebuilds.try_lock("products"))) ++refused;
+        if (!other_replica.process(kIndexRebuilds.try_lock("products")))
+          ++refused;
       }
       return batches;
     });
