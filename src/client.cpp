@@ -25,6 +25,10 @@ ClientOptions validated(ClientOptions options) {
 
 }  // namespace
 
+namespace {
+std::error_code check_not_io_thread(const detail::ClientCore& core, const void* owned_thread);
+}  // namespace
+
 struct Client::OwnedThread {
   asio::io_context context{1};
   asio::executor_work_guard<asio::io_context::executor_type> work{context.get_executor()};
@@ -79,6 +83,10 @@ const ClientOptions& Client::options() const noexcept {
 }
 asio::any_io_executor Client::get_executor() const noexcept {
   return core_->strand();
+}
+
+bool Client::running_in_io_thread() const noexcept {
+  return static_cast<bool>(check_not_io_thread(*core_, owned_ ? &owned_->thread : nullptr));
 }
 
 void Client::close() noexcept {

@@ -57,6 +57,8 @@ class Category final : public std::error_category {
         return "The server is a read-only replica; connect to the primary.";
       case errc::unexpected_reply:
         return "Redis answered with a reply of an unexpected type.";
+      case errc::lock_busy:
+        return "Someone else held the lock at every attempt; the work did not run.";
       case errc::lease_lost:
         return "The lease was lost while the work ran: it expired or was taken over, or it "
                "could not be extended before its deadline.";

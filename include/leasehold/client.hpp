@@ -188,6 +188,10 @@ class Client {
   // Fails every call in progress and every later one with errc::closed. Idempotent, never throws.
   void close() noexcept;
 
+  // True on a thread where a blocking call would wait for itself (the thread that runs this
+  // client's executor): use the async_ forms there.
+  bool running_in_io_thread() const noexcept;
+
  private:
   using CorePtr = std::shared_ptr<detail::ClientCore>;
 

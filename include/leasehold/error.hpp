@@ -38,6 +38,7 @@ enum class errc {
   unexpected_reply,
   // Outcomes asked for as values that were not there.
   lease_lost,
+  lock_busy,
 };
 
 const std::error_category& category() noexcept;

@@ -14,3 +14,4 @@
 #include "leasehold/url.hpp"
 #include "leasehold/version.hpp"
 #include "leasehold/while_held.hpp"
+#include "leasehold/with_lock.hpp"

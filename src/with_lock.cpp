@@ -1,0 +1,221 @@
+#include "leasehold/with_lock.hpp"
+
+#include <future>
+#include <random>
+#include <thread>
+
+namespace leasehold {
+
+bool LockContext::holds(const Locker* locker, std::string_view key) const {
+  for (const Node* node = top_.get(); node != nullptr; node = node->parent.get())
+    if (node->locker == locker && node->key == key)
+      return true;
+  return false;
+}
+
+namespace detail {
+std::vector<ChainEntry>& this_thread_chain() {
+  thread_local std::vector<ChainEntry> chain;
+  return chain;
+}
+}  // namespace detail
+
+Locker::Locker(Client& client, std::string prefix) : client_(client), prefix_(std::move(prefix)) {
+  detail::validate_prefix(prefix_);
+}
+
+Locker::~Locker() {
+  shutdown();
+}
+
+std::string Locker::key(std::string_view name) const {
+  std::string key;
+  key.reserve(prefix_.size() + 1 + name.size());
+  key.append(prefix_).append(":").append(name);
+  return key;
+}
+
+void Locker::validate(std::string_view name, const WithLockOptions& options) {
+  if (name.empty())
+    throw Error(make_error_code(errc::invalid_argument), "a lock name must not be empty");
+  detail::validate_ttl(options.ttl);
+  if (options.retry_attempts < 0 && options.retry_attempts != WithLockOptions::forever)
+    throw Error(make_error_code(errc::invalid_argument),
+                "retry_attempts must be >= 0, or WithLockOptions::forever");
+  if (options.retry_delay < std::chrono::milliseconds::zero())
+    throw Error(make_error_code(errc::invalid_argument), "retry_delay must not be negative");
+  if (!(options.retry_jitter >= 0.0 && options.retry_jitter <= 1.0))
+    throw Error(make_error_code(errc::invalid_argument), "retry_jitter must be between 0 and 1");
+}
+
+bool Locker::is_shut_down() const {
+  std::lock_guard lock(mutex_);
+  return shut_down_;
+}
+
+Locker::HeldId Locker::register_held(std::shared_ptr<detail::LeaseState> lease,
+                                     std::function<void()> on_shutdown) {
+  std::lock_guard lock(mutex_);
+  const HeldId id = ++next_id_;
+  held_.emplace(id, HeldLease{std::move(lease), std::move(on_shutdown)});
+  return id;
+}
+
+void Locker::unregister_held(HeldId id) {
+  std::lock_guard lock(mutex_);
+  held_.erase(id);
+}
+
+std::chrono::milliseconds Locker::jittered(std::chrono::milliseconds delay, double jitter) {
+  if (jitter <= 0.0 || delay.count() == 0)
+    return delay;
+  thread_local std::minstd_rand random(std::random_device{}());
+  std::uniform_real_distribution<double> spread(-jitter, jitter);
+  const double factor = 1.0 + spread(random);
+  return std::chrono::milliseconds(static_cast<std::int64_t>(delay.count() * factor));
+}
+
+bool Locker::wait_between_attempts(std::chrono::milliseconds delay, double jitter,
+                                   std::stop_token stop) {
+  std::unique_lock lock(mutex_);
+  std::stop_callback wake(stop, [this] {
+    std::lock_guard inner(mutex_);
+    changed_.notify_all();
+  });
+  const auto until = std::chrono::steady_clock::now() + jittered(delay, jitter);
+  changed_.wait_until(lock, until, [&] { return shut_down_ || stop.stop_requested(); });
+  return !shut_down_ && !stop.stop_requested();
+}
+
+void Locker::block_after_shutdown(std::stop_token stop) {
+  std::unique_lock lock(mutex_);
+  std::stop_callback wake(stop, [this] {
+    std::lock_guard inner(mutex_);
+    changed_.notify_all();
+  });
+  changed_.wait(lock, [&] { return stop.stop_requested(); });
+}
+
+void Locker::release_quietly(const std::shared_ptr<detail::LeaseState>& lease) noexcept {
+  try {
+    std::error_code ignored;
+    client_.process(ReleaseLock<detail::WithLockTag>(lease), ignored);
+  } catch (...) {
+    // A failed release is not reported: the key expires with its TTL.
+  }
+}
+
+void Locker::shutdown() noexcept {
+  std::vector<HeldLease> held;
+  {
+    std::lock_guard lock(mutex_);
+    if (shut_down_)
+      return;
+    shut_down_ = true;
+    for (auto& [id, lease] : held_)
+      held.push_back(lease);
+    held_.clear();
+    changed_.notify_all();
+  }
+  try {
+    // One batch, so other nodes need not wait for the TTLs. Bounded: at most the command
+    // timeout (and no wait at all on the client's own I/O thread, where waiting would block it).
+    std::vector<ReleaseLock<detail::WithLockTag>> releases;
+    for (const auto& lease : held)
+      releases.emplace_back(lease.lease);
+    if (!releases.empty()) {
+      auto done = std::make_shared<std::promise<void>>();
+      auto finished = done->get_future();
+      client_.async_process(std::span<const ReleaseLock<detail::WithLockTag>>(releases),
+                            [done](std::error_code, auto) { done->set_value(); });
+      if (!client_.running_in_io_thread())
+        finished.wait_for(client_.options().command_timeout + std::chrono::milliseconds(100));
+    }
+  } catch (...) {
+  }
+  for (auto& lease : held) {
+    try {
+      if (lease.on_shutdown)
+        lease.on_shutdown();
+    } catch (...) {
+    }
+  }
+}
+
+// Mutex
+
+Mutex::Mutex(Locker& locker, std::string name, MutexOptions options)
+    : locker_(locker), name_(std::move(name)), key_(locker.key(name_)), options_(options) {
+  Locker::validate(name_, WithLockOptions{options.ttl, 0, options.retry_delay, 0.0});
+}
+
+Mutex::~Mutex() {
+  unlock();
+}
+
+bool Mutex::attempt() {
+  if (token_) {
+    throw Error(make_error_code(errc::invalid_argument),
+                "the Mutex '" + name_ + "' is already locked by this object");
+  }
+  if (locker_.is_shut_down())
+    throw Error(make_error_code(errc::closed), "the locker was shut down");
+  auto token = locker_.client().process(TryLock<detail::WithLockTag>(key_, options_.ttl));
+  if (!token)
+    return false;
+  lost_->store(false);
+  auto lost = lost_;
+  heartbeat_ = detail::Heartbeat::start(locker_.client(), token->state(),
+                                        [lost](std::error_code) { lost->store(true); });
+  auto heartbeat = heartbeat_;
+  held_id_ = locker_.register_held(token->state(), [heartbeat] { heartbeat->stop(); });
+  token_ = std::move(token);
+  return true;
+}
+
+bool Mutex::try_lock() {
+  return attempt();
+}
+
+void Mutex::lock() {
+  while (!attempt()) {
+    if (!locker_.wait_between_attempts(options_.retry_delay, 0.0, {}))
+      throw Error(make_error_code(errc::closed), "the locker was shut down");
+  }
+}
+
+bool Mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    if (attempt())
+      return true;
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero())
+      return false;
+    const auto pause = std::min<std::chrono::steady_clock::duration>(options_.retry_delay, left);
+    if (!locker_.wait_between_attempts(std::chrono::ceil<std::chrono::milliseconds>(pause), 0.0,
+                                       {}))
+      throw Error(make_error_code(errc::closed), "the locker was shut down");
+  }
+}
+
+void Mutex::unlock() noexcept {
+  if (!token_)
+    return;
+  if (heartbeat_)
+    heartbeat_->stop();
+  heartbeat_.reset();
+  const bool still_registered = [&] {
+    const bool shut = locker_.is_shut_down();
+    locker_.unregister_held(held_id_);
+    return !shut;
+  }();
+  if (still_registered)
+    locker_.release_quietly(token_->state());
+  token_.reset();
+}
+
+bool Mutex::lost() const {
+  return lost_->load();
+}
+
+}  // namespace leasehold

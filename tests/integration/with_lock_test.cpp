@@ -1,0 +1,547 @@
+// with_lock and Mutex against a real redis-server; connections and processes stand in for nodes.
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <asio/co_spawn.hpp>
+#include <asio/io_context.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/use_awaitable.hpp>
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "leasehold/leasehold.hpp"
+#include "redis_server.hpp"
+
+extern char** environ;
+
+namespace leasehold {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::RedisServer;
+
+template <class Predicate>
+bool eventually(Predicate predicate, std::chrono::milliseconds timeout = 5s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (predicate())
+      return true;
+    std::this_thread::sleep_for(2ms);  // polling against a deadline
+  }
+  return predicate();
+}
+
+long long command_calls(const RedisServer& server, const std::string& command) {
+  const std::string info = server.command({"INFO", "commandstats"}).str;
+  const std::string needle = "cmdstat_" + command + ":calls=";
+  const auto at = info.find(needle);
+  return at == std::string::npos ? 0 : std::stoll(info.substr(at + needle.size()));
+}
+
+void expect_throws_lost(const std::function<void()>& call, std::error_code expected_cause) {
+  try {
+    call();
+    ADD_FAILURE() << "no LockLostError";
+  } catch (const LockLostError& e) {
+    EXPECT_EQ(e.code(), errc::lease_lost);
+    EXPECT_EQ(e.cause(), expected_cause) << e.what();
+  }
+}
+
+class WithLockTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new RedisServer(); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  std::string name_ = "wl" + std::to_string(++counter_);
+  static RedisServer* server_;
+  static inline int counter_ = 0;
+};
+RedisServer* WithLockTest::server_ = nullptr;
+
+TEST_F(WithLockTest, ExcludesEightThreadsAndTwoProcessesOnOneKey) {
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 25;
+  constexpr int kPerProcess = 50;
+  std::vector<pid_t> workers;
+  for (int p = 0; p < 2; ++p) {
+    const std::string url = server_->unix_url();
+    const std::string iterations = std::to_string(kPerProcess);
+    std::vector<char*> argv = {const_cast<char*>(LEASEHOLD_TEST_WORKER),
+                               const_cast<char*>(url.c_str()), const_cast<char*>(name_.c_str()),
+                               const_cast<char*>(iterations.c_str()), nullptr};
+    pid_t pid = -1;
+    ASSERT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+    workers.push_back(pid);
+  }
+  std::atomic<int> inside{0};
+  std::atomic<int> overlaps{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      Client redis(server_->unix_url());
+      Locker locker(redis);
+      WithLockOptions options;
+      options.retry_attempts = WithLockOptions::forever;
+      options.retry_delay = 1ms;
+      const std::string counter = name_ + ":counter";
+      for (int i = 0; i < kPerThread; ++i) {
+        locker.with_lock(
+            name_,
+            [&] {
+              if (++inside > 1)
+                ++overlaps;
+              const Reply value = redis.process(Command{"GET", counter});
+              const long long current = value.is_nil() ? 0 : std::stoll(value.str);
+              std::this_thread::sleep_for(500us);  // widens the race window
+              redis.process(Command{"SET", counter, std::to_string(current + 1)});
+              --inside;
+            },
+            options);
+      }
+    });
+  }
+  for (auto& thread : threads)
+    thread.join();
+  for (pid_t pid : workers) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_EQ(server_->command({"GET", name_ + ":counter"}).str,
+            std::to_string(kThreads * kPerThread + 2 * kPerProcess))
+      << "increments were lost: the critical sections overlapped";
+}
+
+TEST(WithLockRetries, DefaultsGiveUpAfterElevenAttemptsInAboutTwoSeconds) {
+  RedisServer server;
+  Client holder(server.unix_url());
+  Client redis(server.unix_url());
+  Locker locker(redis);
+  ASSERT_TRUE(holder.process(TryLock<detail::WithLockTag>(locker.key("busy"), 30s)));
+  const long long sets_before = command_calls(server, "set");
+  bool ran = false;
+  const auto start = Clock::now();
+  try {
+    locker.with_lock("busy", [&] { ran = true; });
+    FAIL() << "no AcquireError";
+  } catch (const AcquireError& e) {
+    EXPECT_EQ(e.code(), errc::lock_busy);
+    EXPECT_NE(std::string(e.what()).find("11 attempts"), std::string::npos) << e.what();
+  }
+  const auto waited = Clock::now() - start;
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(command_calls(server, "set") - sets_before, 11);
+  EXPECT_GE(waited, 2s);
+  EXPECT_LT(waited, 3s);
+}
+
+TEST(WithLockRetries, ZeroRetryAttemptsMakesExactlyOneAttempt) {
+  RedisServer server;
+  Client holder(server.unix_url());
+  Client redis(server.unix_url());
+  Locker locker(redis);
+  ASSERT_TRUE(holder.process(TryLock<detail::WithLockTag>(locker.key("busy"), 30s)));
+  const long long sets_before = command_calls(server, "set");
+  WithLockOptions once;
+  once.retry_attempts = 0;
+  EXPECT_THROW(locker.with_lock(
+                   "busy", [] {}, once),
+               AcquireError);
+  EXPECT_EQ(command_calls(server, "set") - sets_before, 1);
+}
+
+TEST_F(WithLockTest, ForeverWaitsAndThenRuns) {
+  Client holder(server_->unix_url());
+  Client redis(server_->unix_url());
+  Locker locker(redis);
+  // A crashed holder: its 300 ms lease is never extended or released.
+  ASSERT_TRUE(holder.process(TryLock<detail::WithLockTag>(locker.key(name_), 300ms)));
+  WithLockOptions forever;
+  forever.retry_attempts = WithLockOptions::forever;
+  forever.retry_delay = 20ms;
+  const auto start = Clock::now();
+  const int result = locker.with_lock(
+      name_, [] { return 7; }, forever);
+  EXPECT_EQ(result, 7);
+  EXPECT_GE(Clock::now() - start, 250ms);
+}
+
+TEST_F(WithLockTest, ACallbackThreeTimesLongerThanTheTtlKeepsTheLock) {
+  Client redis(server_->unix_url());
+  Client contender_connection(server_->unix_url());
+  Locker locker(redis);
+  Locker contender(contender_connection);
+  WithLockOptions options;
+  options.ttl = 300ms;
+  int contender_wins = 0;
+  int contender_tries = 0;
+  locker.with_lock(
+      name_,
+      [&] {
+        const auto until = Clock::now() + 900ms;
+        WithLockOptions once;
+        once.retry_attempts = 0;
+        while (Clock::now() < until) {
+          try {
+            contender.with_lock(
+                name_, [] {}, once);
+            ++contender_wins;
+          } catch (const AcquireError&) {
+          }
+          ++contender_tries;
+          std::this_thread::sleep_for(20ms);  // pacing
+        }
+      },
+      options);
+  EXPECT_EQ(contender_wins, 0);
+  EXPECT_GT(contender_tries, 20);
+}
+
+TEST_F(WithLockTest, DeletingTheKeyYieldsLockLostErrorSoonAndStopsTheCallback) {
+  Client redis(server_->unix_url());
+  Locker locker(redis);
+  WithLockOptions options;
+  options.ttl = 300ms;
+  Clock::time_point deleted_at;
+  Clock::time_point stop_seen_at;
+  expect_throws_lost(
+      [&] {
+        locker.with_lock(
+            name_,
+            [&](std::stop_token stop) {
+              server_->command({"DEL", locker.key(name_)});
+              deleted_at = Clock::now();
+              while (!stop.stop_requested() && Clock::now() - deleted_at < 5s)
+                std::this_thread::sleep_for(1ms);
+              stop_seen_at = Clock::now();
+            },
+            options);
+      },
+      std::error_code{});
+  EXPECT_LT(stop_seen_at - deleted_at, 100ms + 150ms);  // ttl/3 + a round trip, with slack
+}
+
+TEST_F(WithLockTest, AnExtensionFailingWithARedisErrorIsTheCause) {
+  RedisServer server;
+  ClientOptions client_options;
+  client_options.command_timeout = 100ms;
+  Client redis(server.unix_url(), client_options);
+  Locker locker(redis);
+  WithLockOptions options;
+  options.ttl = 400ms;
+  expect_throws_lost(
+      [&] {
+        locker.with_lock(
+            "paused",
+            [&](std::stop_token stop) {
+              server.pause();
+              const auto start = Clock::now();
+              while (!stop.stop_requested() && Clock::now() - start < 5s)
+                std::this_thread::sleep_for(1ms);
+              server.resume();
+            },
+            options);
+      },
+      make_error_code(errc::command_timeout));
+}
+
+TEST_F(WithLockTest, TheAsyncFormThrowsLockLostAtOnceWithoutWaitingForTheCallback) {
+  asio::io_context io;
+  Client redis(io.get_executor(), server_->unix_url());
+  Locker locker(redis);
+  WithLockOptions options;
+  options.ttl = 300ms;
+  std::optional<std::chrono::steady_clock::duration> thrown_after;
+  std::error_code lost_cause{make_error_code(errc::invalid_argument)};
+  bool callback_finished = false;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        const auto start = Clock::now();
+        try {
+          co_await locker.async_with_lock(
+              name_,
+              [&]() -> asio::awaitable<void> {
+                server_->command({"DEL", locker.key(name_)});
+                // A slow callback: the caller must learn of the loss without waiting for it.
+                asio::steady_timer slow(co_await asio::this_coro::executor, 2s);
+                std::error_code ignored;
+                co_await slow.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+                co_await slow.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+                callback_finished = true;
+              },
+              options);
+        } catch (const LockLostError& e) {
+          thrown_after = Clock::now() - start;
+          lost_cause = e.cause();
+        }
+      },
+      [](std::exception_ptr e) {
+        if (e)
+          std::rethrow_exception(e);
+      });
+  io.run_for(1s);  // long enough for the loss, well short of the callback's 2 s
+  ASSERT_TRUE(thrown_after.has_value());
+  EXPECT_LT(*thrown_after, 100ms + 150ms);
+  EXPECT_FALSE(lost_cause);
+  EXPECT_FALSE(callback_finished);
+  redis.close();
+  io.run_for(5s);  // the cancelled callback settles; then nothing is left to run
+  EXPECT_TRUE(io.stopped());
+}
+
+TEST_F(WithLockTest, ReentrantCallsMakeNoRoundTripThreeLevelsDeep) {
+  RedisServer server;
+  Client redis(server.unix_url());
+  Locker locker(redis);
+  std::vector<int> order;
+  long long sets_inside = -1;
+  long long evalshas_inside = -1;
+  const long long sets_before = command_calls(server, "set");
+  locker.with_lock("outer", [&] {
+    order.push_back(1);
+    const long long sets_at_1 = command_calls(server, "set");
+    const long long evals_at_1 = command_calls(server, "evalsha");
+    locker.with_lock("outer", [&] {
+      order.push_back(2);
+      locker.with_lock("outer", [&] { order.push_back(3); }, {.ttl = 1ms, .retry_attempts = 0});
+    });
+    sets_inside = command_calls(server, "set") - sets_at_1;
+    evalshas_inside = command_calls(server, "evalsha") - evals_at_1;
+    // A different key inside takes its own lock: one more SET.
+    locker.with_lock("inner-other", [&] { order.push_back(4); });
+  });
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_EQ(sets_inside, 0) << "a nested call on the same key went to Redis";
+  EXPECT_LE(evalshas_inside, 0 + 1) << "at most the heartbeat's own extension";
+  EXPECT_EQ(command_calls(server, "set") - sets_before, 2);
+}
+
+TEST_F(WithLockTest, AChildThreadIsNotPartOfTheCallChain) {
+  Client redis(server_->unix_url());
+  Locker locker(redis);
+  bool child_refused = false;
+  locker.with_lock(name_, [&] {
+    std::thread child([&] {
+      try {
+        locker.with_lock(name_, [] {}, {.retry_attempts = 0});
+      } catch (const AcquireError&) {
+        child_refused = true;
+      }
+    });
+    child.join();
+  });
+  EXPECT_TRUE(child_refused) << "another thread must wait for the lock like any other caller";
+}
+
+TEST_F(WithLockTest, AsyncReentrancyFollowsTheContextNotTheThread) {
+  asio::io_context io;
+  Client redis(io.get_executor(), server_->unix_url());
+  Locker locker(redis);
+  bool nested_ran = false;
+  bool unrelated_refused = false;
+  bool unrelated_finished = false;
+  int done = 0;
+  const std::string name = name_;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await locker.async_with_lock(name, [&](LockContext context) -> asio::awaitable<void> {
+          // With the context: reentrant, at once.
+          co_await locker.async_with_lock(context, name, [&]() -> asio::awaitable<void> {
+            nested_ran = true;
+            co_return;
+          });
+          // Let the unrelated coroutine run, interleaved on this same thread.
+          asio::steady_timer pause(co_await asio::this_coro::executor, 300ms);
+          co_await pause.async_wait(asio::use_awaitable);
+        });
+        if (++done == 2)
+          redis.close();
+      },
+      [](std::exception_ptr e) {
+        if (e)
+          std::rethrow_exception(e);
+      });
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        asio::steady_timer later(co_await asio::this_coro::executor, 50ms);
+        co_await later.async_wait(asio::use_awaitable);
+        try {
+          // No context: not reentrant, even though it runs on the holder's thread.
+          co_await locker.async_with_lock(name, []() -> asio::awaitable<void> { co_return; },
+                                          {.retry_attempts = 0});
+        } catch (const AcquireError&) {
+          unrelated_refused = true;
+        }
+        unrelated_finished = true;
+        if (++done == 2)
+          redis.close();
+      },
+      [](std::exception_ptr e) {
+        if (e)
+          std::rethrow_exception(e);
+      });
+  io.run_for(10s);
+  EXPECT_TRUE(io.stopped());
+  EXPECT_TRUE(nested_ran);
+  EXPECT_TRUE(unrelated_finished);
+  EXPECT_TRUE(unrelated_refused);
+}
+
+TEST_F(WithLockTest, MutexAndWithLockExcludeEachOtherAndCannotReleaseEachOthersLock) {
+  Client redis(server_->unix_url());
+  Client other(server_->unix_url());
+  Locker locker(redis);
+  Locker other_locker(other);
+  Mutex mutex(other_locker, name_, {.ttl = 5s, .retry_delay = 10ms});
+  {
+    std::unique_lock hold(mutex);
+    EXPECT_THROW(locker.with_lock(name_, [] {}, {.retry_attempts = 0}), AcquireError);
+    // with_lock's release path cannot touch the Mutex's lease: a forged release is refused.
+    const auto held_id = server_->command({"GET", locker.key(name_)}).str;
+    EXPECT_EQ(held_id.size(), 32u);
+  }
+  // Unlocked: with_lock gets it; meanwhile the Mutex cannot.
+  locker.with_lock(name_, [&] {
+    EXPECT_FALSE(mutex.try_lock());
+    EXPECT_FALSE(mutex.try_lock_for(50ms));
+    mutex.unlock();  // not locked by this Mutex: does nothing, the with_lock lease stays
+    EXPECT_EQ(server_->command({"EXISTS", locker.key(name_)}).integer, 1);
+  });
+  std::scoped_lock both(mutex);
+  EXPECT_FALSE(mutex.lost());
+}
+
+TEST_F(WithLockTest, AMutexHeldLongerThanItsTtlIsKeptAlive) {
+  Client redis(server_->unix_url());
+  Locker locker(redis);
+  Mutex mutex(locker, name_, {.ttl = 200ms, .retry_delay = 10ms});
+  mutex.lock();
+  const auto until = Clock::now() + 600ms;
+  while (Clock::now() < until) {
+    EXPECT_EQ(server_->command({"EXISTS", locker.key(name_)}).integer, 1);
+    std::this_thread::sleep_for(50ms);  // pacing of the checks
+  }
+  EXPECT_FALSE(mutex.lost());
+  mutex.unlock();
+  EXPECT_EQ(server_->command({"EXISTS", locker.key(name_)}).integer, 0);
+}
+
+TEST_F(WithLockTest, ShutdownReleasesHeldLocksAtOnceAndLaterCallsNeverRun) {
+  Client redis(server_->unix_url());
+  Client other(server_->unix_url());
+  Locker locker(redis);
+  Locker contender(other);
+  std::promise<void> inside;
+  std::atomic<bool> stop_seen{false};
+  std::thread holder([&] {
+    try {
+      locker.with_lock(name_,
+                       [&](std::stop_token stop) {
+                         inside.set_value();
+                         while (!stop.stop_requested())
+                           std::this_thread::sleep_for(1ms);
+                         stop_seen = true;
+                       },
+                       {.ttl = 30s});
+    } catch (const LockLostError&) {
+    }
+  });
+  inside.get_future().wait();
+  const auto start = Clock::now();
+  locker.shutdown();
+  // A contender gets the lock at once, not after the 30 s TTL.
+  bool contender_ran = false;
+  contender.with_lock(name_, [&] { contender_ran = true; }, {.retry_delay = 10ms});
+  EXPECT_TRUE(contender_ran);
+  EXPECT_LT(Clock::now() - start, 2s);
+  holder.join();
+  EXPECT_TRUE(stop_seen);
+
+  // Later calls never run their callbacks; a sync call blocks until its stop token is requested.
+  std::stop_source caller;
+  std::atomic<bool> ran{false};
+  std::atomic<bool> returned{false};
+  std::thread late([&] {
+    try {
+      locker.with_lock(
+          name_, [&] { ran = true; }, {}, caller.get_token());
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), errc::closed);
+    }
+    returned = true;
+  });
+  std::this_thread::sleep_for(100ms);  // give a wrong implementation time to run the callback
+  EXPECT_FALSE(returned.load());
+  caller.request_stop();
+  late.join();
+  EXPECT_TRUE(returned.load());
+  EXPECT_FALSE(ran.load());
+}
+
+struct MoveOnly {
+  std::unique_ptr<int> value;
+};
+
+TEST_F(WithLockTest, CallbackResultsAndExceptionsPassThroughUnchanged) {
+  Client redis(server_->unix_url());
+  Locker locker(redis);
+  EXPECT_EQ(locker.with_lock(name_, [] { return std::string("result"); }), "result");
+  MoveOnly moved = locker.with_lock(name_, [] { return MoveOnly{std::make_unique<int>(42)}; });
+  EXPECT_EQ(*moved.value, 42);
+  locker.with_lock(name_, [] {});
+  struct Custom : std::runtime_error {
+    using std::runtime_error::runtime_error;
+  };
+  try {
+    locker.with_lock(name_, [] { throw Custom("my own failure"); });
+    FAIL() << "no exception";
+  } catch (const Custom& e) {
+    EXPECT_STREQ(e.what(), "my own failure");
+  }
+  // And the lock was released as soon as the callback threw.
+  EXPECT_EQ(server_->command({"EXISTS", locker.key(name_)}).integer, 0);
+}
+
+TEST_F(WithLockTest, AsyncResultsAndExceptionsPassThrough) {
+  asio::io_context io;
+  Client redis(io.get_executor(), server_->unix_url());
+  Locker locker(redis);
+  std::string result;
+  std::string error;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        result = co_await locker.async_with_lock(
+            name_, []() -> asio::awaitable<std::string> { co_return "async result"; });
+        try {
+          co_await locker.async_with_lock(name_, []() -> asio::awaitable<int> {
+            throw std::logic_error("async failure");
+            co_return 0;
+          });
+        } catch (const std::logic_error& e) {
+          error = e.what();
+        }
+        redis.close();
+      },
+      [](std::exception_ptr e) {
+        if (e)
+          std::rethrow_exception(e);
+      });
+  io.run_for(10s);
+  EXPECT_EQ(result, "async result");
+  EXPECT_EQ(error, "async failure");
+}
+
+}  // namespace
+}  // namespace leasehold
