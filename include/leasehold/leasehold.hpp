@@ -3,9 +3,11 @@
 
 #include "leasehold/capability.hpp"
 #include "leasehold/client.hpp"
+#include "leasehold/cron.hpp"
 #include "leasehold/error.hpp"
 #include "leasehold/lease.hpp"
 #include "leasehold/lock.hpp"
+#include "leasehold/log.hpp"
 #include "leasehold/query.hpp"
 #include "leasehold/reply.hpp"
 #include "leasehold/request.hpp"

@@ -1,14 +1,67 @@
-// leasehold-test-worker URL NAME ITERATIONS: a node of a test deployment. Runs ITERATIONS
-// with_lock calls on NAME (waiting forever), each doing a non-atomic read-sleep-write increment
-// of the Redis key "<NAME>:counter": without mutual exclusion, increments get lost.
+// A node of a test deployment, run as a separate process by the integration tests.
+//
+// leasehold-test-worker URL NAME ITERATIONS
+//   Runs ITERATIONS with_lock calls on NAME (waiting forever), each doing a non-atomic
+//   read-sleep-write increment of the Redis key "<NAME>:counter": without mutual exclusion,
+//   increments get lost.
+// leasehold-test-worker cron URL NAME INTERVAL_MS LEASE_MS DURATION_MS OUTFILE
+//   Runs NAME as a once-per-interval cron job (AtLeast) for DURATION_MS; each run appends its
+//   CLOCK_MONOTONIC start time in nanoseconds to OUTFILE (comparable across processes).
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <leasehold/leasehold.hpp>
 #include <thread>
 
+namespace {
+
+int run_cron(char** argv) {
+  leasehold::Client redis(argv[2]);
+  const std::string name = argv[3];
+  const std::chrono::milliseconds interval(std::atoll(argv[4]));
+  const std::chrono::milliseconds lease(std::atoll(argv[5]));
+  const std::chrono::milliseconds duration(std::atoll(argv[6]));
+  const int out = ::open(argv[7], O_WRONLY | O_APPEND | O_CREAT, 0644);
+  if (out < 0)
+    return 1;
+  leasehold::cron::Scheduler scheduler;
+  scheduler.add(name, leasehold::cron::AtLeast{interval},
+                leasehold::cron::once_per_interval(
+                    redis, name, interval,
+                    [out] {
+                      timespec now{};
+                      ::clock_gettime(CLOCK_MONOTONIC, &now);
+                      const std::string line =
+                          std::to_string(now.tv_sec * 1'000'000'000LL + now.tv_nsec) + "\n";
+                      if (::write(out, line.data(), line.size()) < 0)
+                        std::abort();
+                    },
+                    {.lease = lease}));
+  auto running = scheduler.start();
+  std::this_thread::sleep_for(duration);  // how long this replica lives
+  running.shutdown();
+  ::close(out);
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (argc == 8 && std::string(argv[1]) == "cron") {
+    try {
+      return run_cron(argv);
+    } catch (const std::exception& e) {
+      std::cerr << "leasehold-test-worker: " << e.what() << "\n";
+      return 1;
+    }
+  }
   if (argc != 4) {
-    std::cerr << "usage: leasehold-test-worker URL NAME ITERATIONS\n";
+    std::cerr << "usage: leasehold-test-worker URL NAME ITERATIONS\n"
+                 "       leasehold-test-worker cron URL NAME INTERVAL_MS LEASE_MS DURATION_MS "
+                 "OUTFILE\n";
     return 64;
   }
   try {

@@ -1,0 +1,242 @@
+#include "leasehold/cron.hpp"
+
+#include <atomic>
+#include <thread>
+
+#include "leasehold/log.hpp"
+#include "leasehold/while_held.hpp"
+
+namespace leasehold::cron {
+namespace {
+
+std::string milliseconds_text(Clock::duration d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
+}
+
+}  // namespace
+
+Clock::duration period(const Interval& interval) {
+  return std::visit([](const auto& kind) { return kind.every; }, interval);
+}
+
+// Schedule
+
+Schedule::Schedule(Interval interval, Clock::time_point first) : interval_(interval), next_(first) {
+  if (period(interval_) <= Clock::duration::zero())
+    throw Error(make_error_code(errc::invalid_argument), "a job's interval must be positive");
+}
+
+Clock::time_point Schedule::due() const noexcept {
+  const bool waits_for_finish = !std::holds_alternative<AfterStart>(interval_) && running_ > 0;
+  return waits_for_finish ? Clock::time_point::max() : next_;
+}
+
+bool Schedule::can_start(Clock::time_point now) const noexcept {
+  return now >= due();
+}
+
+Tick Schedule::start(Clock::time_point now) {
+  const Tick tick{next_, ++runs_};
+  ++running_;
+  const Clock::duration every = period(interval_);
+  if (std::holds_alternative<AtLeast>(interval_)) {
+    next_ = now + every;  // at least `every` after this start, and after this run ends
+  } else if (std::holds_alternative<AfterFinish>(interval_)) {
+    next_ = Clock::time_point::max();  // known when this run ends
+  } else {
+    // After the previous *scheduled* start: runs keep their rhythm (and may fire slightly less
+    // than `every` apart when a start was late). After a stall, the missed runs are skipped: the
+    // next one is the first point of the rhythm after now, never a burst of catch-ups.
+    next_ = tick.scheduled + every;
+    if (next_ <= now)
+      next_ += ((now - next_) / every + 1) * every;
+  }
+  return tick;
+}
+
+void Schedule::finish(Clock::time_point now) {
+  if (running_ > 0)
+    --running_;
+  if (std::holds_alternative<AfterFinish>(interval_))
+    next_ = now + period(interval_);
+}
+
+// Scheduler
+
+Scheduler& Scheduler::add_job(std::string name, Interval interval, Job job) {
+  if (period(interval) <= Clock::duration::zero())
+    throw Error(make_error_code(errc::invalid_argument),
+                "the interval of job '" + name + "' must be positive");
+  entries_.push_back({std::move(name), interval, std::move(job)});
+  return *this;
+}
+
+struct Scheduler::Running::State {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool stopping = false;
+  int runs_in_progress = 0;
+  std::vector<std::thread> job_threads;
+};
+
+namespace {
+
+void run_once(const std::string& name, Job& job, const Tick& tick) {
+  const auto started = Clock::now();
+  try {
+    const std::error_code ec = job(tick);
+    if (ec) {
+      log(LogLevel::error,
+          "cron job '" + name + "' run " + std::to_string(tick.run) + " failed: " + ec.message());
+    } else {
+      log(LogLevel::debug, "cron job '" + name + "' run " + std::to_string(tick.run) + " done in " +
+                               milliseconds_text(Clock::now() - started));
+    }
+  } catch (const std::exception& e) {
+    log(LogLevel::error,
+        "cron job '" + name + "' run " + std::to_string(tick.run) + " threw: " + e.what());
+  } catch (...) {
+    log(LogLevel::error, "cron job '" + name + "' run " + std::to_string(tick.run) +
+                             " threw an exception that is not a std::exception");
+  }
+}
+
+}  // namespace
+
+Scheduler::Running Scheduler::start() {
+  auto state = std::make_shared<Running::State>();
+  const auto now = Clock::now();
+  for (auto& entry : entries_) {
+    state->job_threads.emplace_back([state, entry, now]() mutable {
+      Schedule schedule(entry.interval, now);
+      const bool overlapping = std::holds_alternative<AfterStart>(entry.interval);
+      std::unique_lock lock(state->mutex);
+      for (;;) {
+        state->changed.wait_until(lock, schedule.due(), [&] {
+          return state->stopping || schedule.can_start(Clock::now());
+        });
+        if (state->stopping)
+          break;
+        if (!schedule.can_start(Clock::now()))
+          continue;
+        const Tick tick = schedule.start(Clock::now());
+        ++state->runs_in_progress;
+        if (overlapping) {
+          // Each run on a thread of its own, so that a slow run overlaps the next.
+          std::thread([state, &schedule, job = entry.job, name = entry.name, tick]() mutable {
+            run_once(name, job, tick);
+            std::lock_guard inner(state->mutex);
+            schedule.finish(Clock::now());
+            --state->runs_in_progress;
+            state->changed.notify_all();
+          }).detach();
+        } else {
+          lock.unlock();
+          run_once(entry.name, entry.job, tick);
+          lock.lock();
+          schedule.finish(Clock::now());
+          --state->runs_in_progress;
+          state->changed.notify_all();
+        }
+      }
+      // `schedule` lives on this stack: wait for this job's detached runs before leaving.
+      state->changed.wait(lock, [&] { return schedule.running() == 0; });
+    });
+  }
+  return Running(std::move(state));
+}
+
+void Scheduler::Running::shutdown() {
+  if (!state_)
+    return;
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->stopping = true;
+    state_->changed.notify_all();
+  }
+  for (auto& thread : state_->job_threads)
+    if (thread.joinable())
+      thread.join();
+  state_.reset();
+}
+
+Scheduler::Running::~Running() {
+  shutdown();
+}
+
+// IntervalLease
+
+IntervalLease::IntervalLease(Client& redis, std::string name, Clock::duration interval,
+                             OncePerIntervalOptions options)
+    : redis_(redis), name_(std::move(name)), interval_(interval), options_(std::move(options)) {
+  using std::chrono::milliseconds;
+  if (interval_ < milliseconds(2))
+    throw Error(make_error_code(errc::invalid_argument),
+                "the interval of '" + name_ + "' must be at least 2 ms");
+  lease_ = options_.lease.count() != 0
+               ? options_.lease
+               : std::chrono::duration_cast<milliseconds>(interval_ * 9 / 10);
+  leasehold::detail::validate_ttl(lease_);
+  if (lease_ >= interval_) {
+    throw Error(make_error_code(errc::invalid_argument),
+                "the lease of '" + name_ + "' (" + milliseconds_text(lease_) +
+                    ") must be shorter than its interval (" + milliseconds_text(interval_) +
+                    "): a lease that outlives the interval makes replicas skip whole intervals");
+  }
+  Lock<std::string>("cron", lease_, options_.prefix);  // validates the prefix now
+  if (name_.empty())
+    throw Error(make_error_code(errc::invalid_argument), "a cron job's name must not be empty");
+}
+
+std::optional<LockToken<Lock<std::string>>> IntervalLease::claim() {
+  if (!options_.aligned) {
+    const Lock<std::string> lock("cron", lease_, options_.prefix);
+    return redis_.process(lock.try_lock(name_));
+  }
+  // Aligned: the slot comes from the server's clock, so replicas with skewed clocks agree on it.
+  const Reply time = redis_.process(Command{"TIME"});
+  if (time.type != Reply::Type::array || time.elements.size() != 2)
+    throw Error(make_error_code(errc::unexpected_reply), "TIME answered " + to_string(time));
+  const long long now_ms =
+      std::stoll(time.elements[0].str) * 1000 + std::stoll(time.elements[1].str) / 1000;
+  const long long interval_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(interval_).count();
+  const long long slot = now_ms / interval_ms;
+  // The slot's key must outlive every attempt on that slot: the rest of the slot, plus one more
+  // interval for attempts that read TIME just before the slot ended.
+  const std::chrono::milliseconds ttl(2 * interval_ms - now_ms % interval_ms);
+  const Lock<std::string> lock("cron", ttl, options_.prefix);
+  return redis_.process(lock.try_lock(name_ + ":" + std::to_string(slot)));
+}
+
+Job detail::once_per_interval_job(std::shared_ptr<IntervalLease> lease, Job job) {
+  return [lease = std::move(lease),
+          job = std::move(job)](const Tick& tick) mutable -> std::error_code {
+    std::optional<LockToken<Lock<std::string>>> token;
+    try {
+      token = lease->claim();
+    } catch (const Error& e) {
+      log(LogLevel::error,
+          "cron job '" + lease->name() + "': could not take its lease: " + e.what());
+      return e.code();
+    }
+    if (!token) {
+      log(LogLevel::info, "cron job '" + lease->name() + "' run " + std::to_string(tick.run) +
+                              " skipped: another replica holds this interval");
+      return {};
+    }
+    // Never released: the lease covers the interval, so offset replicas skip it.
+    if (!lease->options().extend_while_running || lease->options().aligned)
+      return job(tick);
+    std::error_code result;
+    const Held<void> held =
+        while_held(lease->client(), *token, [&](std::stop_token) { result = job(tick); });
+    if (held.was_lost()) {
+      log(LogLevel::warning, "cron job '" + lease->name() + "' run " + std::to_string(tick.run) +
+                                 " lost its lease while running");
+    }
+    return result;
+  };
+}
+
+}  // namespace leasehold::cron
