@@ -10,8 +10,10 @@
 //
 //   mode=... callers=W requests=N seconds=... requests_per_s=... p50_us=... p99_us=...
 //
-// Latency is per request: from the call to its result. A warm-up of --warmup requests (same
-// callers, not measured) runs first. bench/run-throughput compares it with redis-benchmark.
+// Latency is per request: from the call to its result (one clock read per request: a caller's
+// next call starts when its previous one ended, give or take a few instructions). A warm-up of
+// --warmup requests (same callers, not measured) runs first. bench/run-throughput compares it with
+// redis-benchmark.
 #include <algorithm>
 #include <asio/co_spawn.hpp>
 #include <asio/io_context.hpp>
@@ -169,11 +171,13 @@ Measurement run_threads(const Options& options, const std::vector<leasehold::Com
         go.wait();
         try {
           std::uint64_t i = 0;
+          auto start = BenchClock::now();
           while (!failure.failed.load(std::memory_order_relaxed) && phase.claim(i)) {
-            const auto start = BenchClock::now();
             client.process(commands[i % commands.size()]);
+            const auto end = BenchClock::now();  // also the next request's start
             if (record)
-              latencies.push_back(static_cast<float>(micros(BenchClock::now() - start)));
+              latencies.push_back(static_cast<float>(micros(end - start)));
+            start = end;
           }
         } catch (const std::exception& e) {
           failure.set(e.what());
@@ -196,11 +200,13 @@ asio::awaitable<void> caller(leasehold::Client& client,
                              std::vector<float>& latencies, Failure& failure) {
   try {
     std::uint64_t i = 0;
+    auto start = BenchClock::now();
     while (!failure.failed.load(std::memory_order_relaxed) && phase.claim(i)) {
-      const auto start = BenchClock::now();
       co_await client.async_process(commands[i % commands.size()], asio::use_awaitable);
+      const auto end = BenchClock::now();  // also the next request's start
       if (phase.record)
-        latencies.push_back(static_cast<float>(micros(BenchClock::now() - start)));
+        latencies.push_back(static_cast<float>(micros(end - start)));
+      start = end;
     }
   } catch (const std::exception& e) {
     failure.set(e.what());

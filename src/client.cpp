@@ -85,6 +85,10 @@ asio::any_io_executor Client::get_executor() const noexcept {
   return core_->strand();
 }
 
+const asio::strand<asio::any_io_executor>& Client::strand() const noexcept {
+  return core_->strand();
+}
+
 bool Client::running_in_io_thread() const noexcept {
   return static_cast<bool>(check_not_io_thread(*core_, owned_ ? &owned_->thread : nullptr));
 }
@@ -113,7 +117,9 @@ std::error_code check_not_io_thread(const detail::ClientCore& core, const void* 
   if (core.strand().running_in_this_thread())
     return make_error_code(errc::called_from_io_thread);
   // A coroutine or handler of the io_context that runs the connection (outside its strand).
-  if (const auto* io = core.strand().get_inner_executor().target<asio::io_context::executor_type>())
+  // target() points into the executor it is called on: keep that executor alive while using it.
+  const asio::any_io_executor inner = core.strand().get_inner_executor();
+  if (const auto* io = inner.target<asio::io_context::executor_type>())
     if (io->running_in_this_thread())
       return make_error_code(errc::called_from_io_thread);
   if (owned_thread != nullptr &&

@@ -18,6 +18,8 @@ using asio::use_awaitable;
 using namespace asio_compat::awaitable_operators;
 
 constexpr std::size_t kReadChunk = 64 * 1024;
+// How many replies the read loop delivers before it lets the writer send the calls they caused.
+constexpr std::size_t kWriteChunk = 16;
 
 bool is_fatal(std::error_code ec) {
   return ec == errc::auth_failed || ec == errc::select_failed;
@@ -60,6 +62,14 @@ void ClientCore::start() {
 
 void ClientCore::submit(std::unique_ptr<Operation> operation) {
   operation->deadline = Clock::now() + options_.command_timeout;
+  // A call made on the strand (typically a caller that a reply resumed inside the read loop) is
+  // queued at once, without a trip through the strand's queue. Only when it is not completed
+  // here: a caller that calls again on failure must not recurse.
+  if (strand_.running_in_this_thread() && !closed_ && !fatal_.error &&
+      !operation->requests.empty()) {
+    enqueue(std::move(operation), false);
+    return;
+  }
   asio::post(strand_, [self = shared_from_this(), operation = std::move(operation)]() mutable {
     if (self->closed_ || self->fatal_.error) {
       const Failure& failure =
@@ -285,6 +295,14 @@ asio::awaitable<ClientCore::Failure> ClientCore::handshake() {
                       "the connection to Redis at " + url_.address() +
                           " failed while logging in: " + ec.message()};
   }
+  // Nothing else was asked: bytes after the setup's replies (a greeting, a reply too many) would
+  // be taken for the reply to the first call.
+  if (!reader_->idle()) {
+    co_return Failure{make_error_code(errc::protocol_error),
+                      "the server at " + url_.address() +
+                          " sent more than the replies to the connection's setup; it may not be a "
+                          "Redis server"};
+  }
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const Reply& reply = replies[i];
     if (!reply.is_error())
@@ -331,6 +349,7 @@ asio::awaitable<void> ClientCore::read_loop(Failure& failure) {
       co_return;
     }
     reader_->feed(read_buffer_.data(), n);
+    std::size_t delivered = 0;
     for (;;) {
       std::optional<Reply> reply = reader_->next(ec);
       if (ec || (reply && in_flight_.empty())) {
@@ -343,12 +362,20 @@ asio::awaitable<void> ClientCore::read_loop(Failure& failure) {
       if (!reply)
         break;
       deliver(std::move(*reply));
+      // The replies resumed callers, whose next calls wait in waiting_. Every kWriteChunk replies,
+      // let the writer send them: the server works on those while this loop parses the rest,
+      // instead of the two taking turns on whole reads (a read can hold hundreds of replies).
+      if (++delivered >= kWriteChunk && !waiting_.empty()) {
+        delivered = 0;
+        co_await asio::post(strand_, use_awaitable);
+        if (closed_)
+          co_return;  // close() failed every call in flight
+      }
     }
   }
 }
 
 asio::awaitable<void> ClientCore::write_loop(Failure& failure) {
-  std::vector<asio::const_buffer> buffers;
   for (;;) {
     while (waiting_.empty()) {
       writer_idle_ = true;
@@ -360,17 +387,18 @@ asio::awaitable<void> ClientCore::write_loop(Failure& failure) {
       if (state.cancelled() != asio::cancellation_type::none || closed_)
         co_return;
     }
-    // Everything queued goes out in one write. The operations move to in_flight_ first: a reply
-    // can only come after its request's bytes were sent, so the buffers stay valid.
-    buffers.clear();
+    // Everything queued goes out in one write, copied into one buffer: a sequence of buffers is
+    // sent at most 16 at a time (asio's limit per write_some), a syscall per 16 requests.
+    write_buffer_.clear();
     while (!waiting_.empty()) {
       for (const Request& request : waiting_.front()->requests)
-        buffers.push_back(asio::buffer(request.bytes()));
+        write_buffer_ += request.bytes();
       in_flight_.push_back(std::move(waiting_.front()));
       waiting_.pop_front();
     }
     std::error_code ec;
-    co_await asio::async_write(socket_, buffers, asio::redirect_error(use_awaitable, ec));
+    co_await asio::async_write(socket_, asio::buffer(write_buffer_),
+                               asio::redirect_error(use_awaitable, ec));
     if (ec) {
       failure = {make_error_code(errc::connection_lost),
                  "the connection to Redis at " + url_.address() + " failed while sending (" +

@@ -80,6 +80,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   asio::steady_timer backoff_timer_;
   std::unique_ptr<codec::ReplyReader> reader_;
   std::vector<char> read_buffer_;
+  std::string write_buffer_;  // the bytes of the write in progress (its capacity is kept)
 
   std::deque<std::unique_ptr<Operation>> waiting_;
   std::deque<std::unique_ptr<Operation>> in_flight_;

@@ -105,6 +105,10 @@ std::optional<Reply> ReplyReader::next(std::error_code& ec) {
   return std::move(*reply);
 }
 
+bool ReplyReader::idle() const {
+  return impl_->reader->ridx == -1 && impl_->reader->pos == impl_->reader->len;
+}
+
 std::string ReplyReader::error_text() const {
   return impl_->reader->errstr;
 }

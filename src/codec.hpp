@@ -30,6 +30,8 @@ class ReplyReader {
   // The next complete reply, std::nullopt if more bytes are needed. On malformed input sets ec to
   // errc::protocol_error (and the reader must be discarded).
   std::optional<Reply> next(std::error_code& ec);
+  // True when nothing is buffered: no unread bytes, no reply partly read.
+  bool idle() const;
   // Hiredis' description of the last protocol error.
   std::string error_text() const;
 

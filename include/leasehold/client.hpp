@@ -20,6 +20,7 @@
 #include <asio/dispatch.hpp>
 #include <asio/execution/outstanding_work.hpp>
 #include <asio/prefer.hpp>
+#include <asio/strand.hpp>
 #include <chrono>
 #include <memory>
 #include <span>
@@ -208,12 +209,16 @@ class Client {
                         detail::OperationCompletion completion);
   void when_connected(detail::UniqueFunction<void(std::error_code, std::string)> callback);
   SyncOutcome run_sync(std::vector<Request> requests);
+  // The connection's strand, by reference: the default executor for handlers that have none.
+  // (get_executor() would cost an allocation per call: a strand does not fit in an
+  // any_io_executor's small-object buffer.)
+  const asio::strand<asio::any_io_executor>& strand() const noexcept;
   std::pair<std::error_code, std::string> wait_connected();
   void release() noexcept;
 
   template <class Handler>
   auto tracked_executor(const Handler& handler) const {
-    return asio::prefer(asio::get_associated_executor(handler, get_executor()),
+    return asio::prefer(asio::get_associated_executor(handler, strand()),
                         asio::execution::outstanding_work.tracked);
   }
 

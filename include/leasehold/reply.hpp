@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -36,5 +37,9 @@ std::error_code classify_error_reply(std::string_view message) noexcept;
 
 // A short, printable rendering of a reply for messages and test output.
 std::string to_string(const Reply& reply);
+
+inline std::ostream& operator<<(std::ostream& out, const Reply& reply) {
+  return out << to_string(reply);
+}
 
 }  // namespace leasehold

@@ -169,18 +169,20 @@ TEST(Command, FromAVectorWithBinaryArguments) {
 }
 
 TEST(Command, RetrySafeReachesTheRequest) {
-  EXPECT_TRUE(Command{"GET", "k"}.retry_safe().request().is_retry_safe());
-  EXPECT_FALSE(Command{"GET", "k"}.retry_safe().retry_safe(false).request().is_retry_safe());
+  const Command safe = Command{"GET", "k"}.retry_safe();
+  EXPECT_TRUE(safe.request().is_retry_safe());
+  const Command unsafe = Command{"GET", "k"}.retry_safe().retry_safe(false);
+  EXPECT_FALSE(unsafe.request().is_retry_safe());
 }
 
 TEST(Command, ParseReturnsAnyNonErrorReplyAsIs) {
   const Command command{"GET", "k"};
-  const Clock::time_point sent = Clock::now();
+  const Timing timing{Clock::now(), Clock::now()};
   for (const Reply& reply :
        {Reply::make_nil(), Reply::make_string("v"), Reply::make_status("OK"),
         Reply::make_integer(3),
         Reply::make_array({Reply::make_error("ERR inside an array is a value")})}) {
-    Result<Reply> result = command.parse(reply, sent);
+    Result<Reply> result = command.parse(reply, timing);
     ASSERT_TRUE(result) << to_string(reply);
     EXPECT_FALSE(result.error());
     EXPECT_EQ(*result, reply);
@@ -207,7 +209,7 @@ TEST(Command, ParseOfAnErrorReplyIsAFailedResultWithTheServersText) {
       {"", errc::server_error},
   };
   for (const ErrorCase& c : cases) {
-    Result<Reply> result = command.parse(Reply::make_error(c.message), Clock::now());
+    Result<Reply> result = command.parse(Reply::make_error(c.message), Timing{});
     EXPECT_FALSE(result) << c.message;
     EXPECT_FALSE(result.has_value());
     EXPECT_EQ(result.error(), c.code) << c.message;
@@ -218,7 +220,7 @@ TEST(Command, ParseOfAnErrorReplyIsAFailedResultWithTheServersText) {
 TEST(Command, ValueOfAFailedResultThrowsTheCodeWithTheServersText) {
   Result<Reply> result = Command{"INCR", "k"}.parse(
       Reply::make_error("WRONGTYPE Operation against a key holding the wrong kind of value"),
-      Clock::now());
+      Timing{});
   try {
     (void)result.value();
     FAIL() << "no exception";
