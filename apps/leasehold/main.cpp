@@ -1,30 +1,158 @@
-// The leasehold command. Its subcommands (run, cron, status, list, release) come with the CLI
-// issue; this version parses the global options and answers --help and --version.
+// The leasehold command: a distributed flock(1), cron across hosts, and lease inspection.
+// docs/cli.md is its manual.
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
 #include <string>
 
-#include "leasehold/version.hpp"
+#include "cli.hpp"
+
+namespace {
+
+using leasehold::cli::UsageError;
+
+// Collects a duration flag as text; it is parsed (and refused with exit 64) after CLI11 is done.
+struct DurationFlag {
+  std::string text;
+  bool given() const { return !text.empty(); }
+};
+
+CLI::Option* add_duration(CLI::App& app, const std::string& names, DurationFlag& flag,
+                          const std::string& help) {
+  return app.add_option(names, flag.text, help + " (250ms, 30s, 1.5s, 5m, 1h)");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"leasehold: distributed leases on Redis, a distributed flock(1) for shell scripts"};
+  namespace cli = leasehold::cli;
+  CLI::App app{
+      "leasehold: distributed leases on Redis.\n"
+      "Run a command under a lease (a distributed flock), run a command once per interval across\n"
+      "hosts, inspect and force-release leases."};
   app.set_version_flag("--version", std::string("leasehold ") + leasehold::version);
-  std::string redis_url;
+  app.require_subcommand(1);
+
+  cli::Globals globals;
   if (const char* env = std::getenv("LEASEHOLD_REDIS_URL"))
-    redis_url = env;
+    globals.redis_url = env;
   else
-    redis_url = "redis://127.0.0.1:6379";
-  app.add_option("--redis", redis_url,
-                 "Redis URL (default: $LEASEHOLD_REDIS_URL, then "
-                 "redis://127.0.0.1:6379)");
+    globals.redis_url = "redis://127.0.0.1:6379";
+  app.add_option("--redis", globals.redis_url,
+                 "Redis URL: redis://[user[:password]@]host[:port][/db] or unix:///path[?db=N] "
+                 "(default: $LEASEHOLD_REDIS_URL, then redis://127.0.0.1:6379)");
+  app.add_option("--prefix", globals.prefix, "key prefix of every lease (default: leasehold)");
+  app.add_flag("-v,--verbose", globals.verbose, "say what happens: waiting, holders, leases");
+  app.add_flag("-q,--quiet", globals.quiet, "say nothing but errors");
+
+  // run
+  cli::RunOptions run;
+  bool exclusive = false;
+  DurationFlag wait, ttl, kill_after;
+  CLI::App* run_app = app.add_subcommand(
+      "run", "run COMMAND while holding the lease NAME; release it when COMMAND ends");
+  run_app->add_option("NAME", run.name, "the lease's name")->required();
+  run_app->add_option("COMMAND", run.command, "the command and its arguments (after --)")
+      ->required();
+  auto* exclusive_flag =
+      run_app->add_flag("-x,--exclusive", exclusive, "take the lease alone (the default)");
+  run_app->add_flag("-s,--shared", run.shared, "share the lease with other --shared runs")
+      ->excludes(exclusive_flag);
+  auto* nonblock = run_app->add_flag("-n,--nonblock", run.nonblock, "fail at once if it is held");
+  add_duration(*run_app, "-w,--wait", wait, "give up after waiting this long")->excludes(nonblock);
+  run_app
+      ->add_option("-E,--conflict-exit-code", run.conflict_exit_code,
+                   "exit code when the lease could not be taken (default: 1)")
+      ->check(CLI::Range(0, 255));
+  add_duration(*run_app, "-t,--ttl", ttl,
+               "the lease's TTL, extended every third of it while COMMAND runs (default: 30s)");
+  add_duration(*run_app, "--kill-after", kill_after,
+               "on a lost lease, SIGKILL this long after SIGTERM (default: 5s)");
+
+  // cron
+  cli::CronOptions cron;
+  DurationFlag every, lease;
+  CLI::App* cron_app = app.add_subcommand(
+      "cron",
+      "run COMMAND at startup and then every interval, at most once per interval "
+      "across every host running the same NAME");
+  cron_app->add_option("NAME", cron.name, "the job's name")->required();
+  cron_app->add_option("COMMAND", cron.command, "the command and its arguments (after --)")
+      ->required();
+  add_duration(*cron_app, "--every", every, "the interval")->required();
+  add_duration(*cron_app, "--lease", lease,
+               "the lease taken at each tick, never released; shorter than the interval "
+               "(default: the interval minus 10%, at least 1 s less)");
+  cron_app->add_option("--mode", cron.mode, "at-least (default), after-finish or after-start")
+      ->check(CLI::IsMember({"at-least", "after-finish", "after-start"}));
+  cron_app->add_flag("--aligned", cron.aligned,
+                     "name each interval by the Redis server's clock (immune to host clock skew)");
+  long long ticks = 0;
+  cron_app->add_option("--ticks", ticks, "stop after N ticks")->check(CLI::PositiveNumber);
+
+  // status, list, release
+  std::vector<std::string> status_names;
+  bool status_json = false;
+  CLI::App* status_app =
+      app.add_subcommand("status", "show who holds the leases NAME..., and for how long");
+  status_app->add_option("NAME", status_names, "run or cron names")->required();
+  status_app->add_flag("--json", status_json, "print JSON");
+
+  std::string list_pattern;
+  bool list_json = false;
+  CLI::App* list_app = app.add_subcommand("list", "list every lease under the prefix");
+  list_app->add_option("PATTERN", list_pattern, "only names matching this glob");
+  list_app->add_flag("--json", list_json, "print JSON");
+
+  std::string release_name;
+  bool force = false;
+  CLI::App* release_app = app.add_subcommand(
+      "release", "delete a lease whoever holds it (an operator's tool; needs --force)");
+  release_app->add_option("NAME", release_name, "the run or cron name")->required();
+  release_app->add_flag("--force", force, "yes, delete it regardless of its holder")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // Usage errors exit 64 (EX_USAGE); --help and --version exit 0.
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 64;
+    const int code = app.exit(e);  // prints help, version or the error
+    return code == 0 ? 0 : cli::kExitUsage;
   }
-  std::cout << app.help();
-  return 0;
+
+  try {
+    if (globals.verbose && globals.quiet)
+      throw UsageError{"--verbose and --quiet exclude each other"};
+    if (run_app->parsed()) {
+      if (wait.given())
+        run.wait = cli::require_duration("--wait", wait.text);
+      if (ttl.given())
+        run.ttl = cli::require_duration("--ttl", ttl.text);
+      if (kill_after.given())
+        run.kill_after = cli::require_duration("--kill-after", kill_after.text);
+      return cli::run(globals, run);
+    }
+    if (cron_app->parsed()) {
+      cron.every = cli::require_duration("--every", every.text);
+      if (lease.given())
+        cron.lease = cli::require_duration("--lease", lease.text);
+      if (ticks > 0)
+        cron.ticks = ticks;
+      return cli::cron(globals, cron);
+    }
+    if (status_app->parsed())
+      return cli::status(globals, status_names, status_json);
+    if (list_app->parsed())
+      return cli::list(globals, list_pattern, list_json);
+    if (release_app->parsed())
+      return cli::release_force(globals, release_name);
+  } catch (const UsageError& e) {
+    cli::warn(e.message);
+    return cli::kExitUsage;
+  } catch (const leasehold::Error& e) {
+    if (e.code() == leasehold::errc::invalid_argument || e.code() == leasehold::errc::invalid_url) {
+      cli::warn(e.what());
+      return cli::kExitUsage;
+    }
+    cli::exit_unavailable(e);
+  }
+  return cli::kExitUsage;
 }

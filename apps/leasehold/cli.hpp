@@ -1,0 +1,107 @@
+// The leasehold command's pieces, shared by its subcommands (and unit-tested where pure).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <csignal>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "leasehold/leasehold.hpp"
+
+namespace leasehold::cli {
+
+// Exit codes (sysexits.h where they exist).
+inline constexpr int kExitUsage = 64;        // EX_USAGE: a bad flag, duration or name
+inline constexpr int kExitUnavailable = 69;  // EX_UNAVAILABLE: Redis unreachable or refusing
+inline constexpr int kExitLeaseLost = 75;    // EX_TEMPFAIL: the lease was lost while running
+inline constexpr int kExitCannotExecute = 126;
+inline constexpr int kExitNotFound = 127;
+
+// Thrown for usage errors: exits 64 with the message.
+struct UsageError {
+  std::string message;
+};
+
+// "250ms", "30s", "5m", "1h", "1.5s" (a decimal number and a unit: ms, s, m, h). Anything else:
+// nothing.
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
+// The same, or UsageError naming the flag.
+std::chrono::milliseconds require_duration(std::string_view flag, std::string_view text);
+// "1.2 s", "250 ms", "3 m 5 s": for messages.
+std::string format_duration(std::chrono::milliseconds d);
+
+struct Globals {
+  std::string redis_url;
+  std::string prefix = "leasehold";
+  bool verbose = false;
+  bool quiet = false;
+};
+
+// Messages to stderr, as "leasehold: ...". say() is silent under --quiet, chat() speaks only
+// under --verbose; warn() always speaks.
+void say(const Globals& globals, const std::string& message);
+void chat(const Globals& globals, const std::string& message);
+void warn(const std::string& message);
+
+// Connects (failing fast); on failure prints the one-line reason and exits 69.
+Client connect_or_exit(const Globals& globals);
+
+// If `e` is a Redis failure (unreachable, refusing, out of memory, no permission), prints the
+// one-line reason and exits 69.
+[[noreturn]] void exit_unavailable(const std::exception& e);
+
+// The signals leasehold forwards to its child, blocked in every thread (call before creating any
+// thread) and waited for with sigtimedwait.
+sigset_t forwarded_signals();
+void block_forwarded_signals();
+
+// A child process in its own process group, with the signal mask and dispositions reset.
+struct Child {
+  pid_t pid = -1;
+  int spawn_error = 0;  // errno of a failed exec: ENOENT -> 127, others -> 126
+};
+Child spawn_child(const std::vector<std::string>& command,
+                  const std::vector<std::pair<std::string, std::string>>& extra_env);
+// The exit code leasehold mirrors for a wait status: the child's, or 128 + its signal.
+int exit_code_of(int wait_status);
+// For a failed spawn: prints why and returns 127 or 126.
+int report_spawn_failure(const std::string& program, int error);
+
+struct RunOptions {
+  std::string name;
+  std::vector<std::string> command;
+  bool shared = false;
+  bool nonblock = false;
+  std::optional<std::chrono::milliseconds> wait;  // nothing: as long as it takes
+  int conflict_exit_code = 1;
+  std::chrono::milliseconds ttl{30'000};
+  std::chrono::milliseconds kill_after{5'000};
+};
+int run(const Globals& globals, const RunOptions& options);
+
+struct CronOptions {
+  std::string name;
+  std::vector<std::string> command;
+  std::chrono::milliseconds every{0};
+  std::optional<std::chrono::milliseconds> lease;
+  std::string mode = "at-least";
+  bool aligned = false;
+  std::optional<long long> ticks;
+};
+// The default lease for an interval: 10% less, and at least 1 s less (when that stays positive).
+std::optional<std::chrono::milliseconds> default_cron_lease(std::chrono::milliseconds every);
+int cron(const Globals& globals, const CronOptions& options);
+
+int status(const Globals& globals, const std::vector<std::string>& names, bool json);
+int list(const Globals& globals, const std::string& pattern, bool json);
+int release_force(const Globals& globals, const std::string& name);
+
+// The locks the commands use, so that run, cron, status, list and release agree on keys.
+RwLock<std::string> run_lock(const Globals& globals, std::chrono::milliseconds ttl);
+Lock<std::string> cron_lock(const Globals& globals, std::chrono::milliseconds ttl);
+
+}  // namespace leasehold::cli

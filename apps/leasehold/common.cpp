@@ -1,0 +1,140 @@
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+
+#include "cli.hpp"
+
+extern char** environ;
+
+namespace leasehold::cli {
+
+void say(const Globals& globals, const std::string& message) {
+  if (!globals.quiet)
+    warn(message);
+}
+
+void chat(const Globals& globals, const std::string& message) {
+  if (globals.verbose && !globals.quiet)
+    warn(message);
+}
+
+void warn(const std::string& message) {
+  std::cerr << "leasehold: " + message + "\n" << std::flush;
+}
+
+void exit_unavailable(const std::exception& e) {
+  std::string reason = e.what();
+  std::replace(reason.begin(), reason.end(), '\n', ' ');
+  warn("Redis is unavailable: " + reason);
+  std::exit(kExitUnavailable);
+}
+
+Client connect_or_exit(const Globals& globals) {
+  try {
+    ClientOptions options;
+    options.client_name = "leasehold-cli";
+    Client client(globals.redis_url, options);
+    client.connect();
+    return client;
+  } catch (const Error& e) {
+    if (e.code() == errc::invalid_url) {
+      warn(e.what());
+      std::exit(kExitUsage);
+    }
+    exit_unavailable(e);
+  }
+}
+
+sigset_t forwarded_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGCHLD);
+  return set;
+}
+
+void block_forwarded_signals() {
+  const sigset_t set = forwarded_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+Child spawn_child(const std::vector<std::string>& command,
+                  const std::vector<std::pair<std::string, std::string>>& extra_env) {
+  std::vector<std::string> env_storage;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view line(*entry);
+    bool replaced = false;
+    for (const auto& [key, value] : extra_env)
+      if (line.starts_with(key + "="))
+        replaced = true;
+    if (!replaced)
+      env_storage.emplace_back(line);
+  }
+  for (const auto& [key, value] : extra_env)
+    env_storage.push_back(key + "=" + value);
+  std::vector<char*> envp;
+  for (auto& entry : env_storage)
+    envp.push_back(entry.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = command;
+  std::vector<char*> argv;
+  for (auto& arg : args)
+    argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  // Its own process group (so a lost lease can stop everything it started), default signal
+  // dispositions and an empty mask (leasehold blocks the signals it forwards).
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attributes, &none);
+  const sigset_t defaults = forwarded_signals();
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setflags(&attributes,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  Child child;
+  child.spawn_error =
+      posix_spawnp(&child.pid, argv[0], nullptr, &attributes, argv.data(), envp.data());
+  posix_spawnattr_destroy(&attributes);
+  if (child.spawn_error != 0)
+    child.pid = -1;
+  return child;
+}
+
+int exit_code_of(int wait_status) {
+  if (WIFEXITED(wait_status))
+    return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status))
+    return 128 + WTERMSIG(wait_status);
+  return 1;
+}
+
+int report_spawn_failure(const std::string& program, int error) {
+  if (error == ENOENT) {
+    warn(program + ": command not found");
+    return kExitNotFound;
+  }
+  warn(program + ": cannot execute: " + std::strerror(error));
+  return kExitCannotExecute;
+}
+
+RwLock<std::string> run_lock(const Globals& globals, std::chrono::milliseconds ttl) {
+  // A waiting exclusive run registers its intent, so a stream of shared runs cannot starve it.
+  return RwLock<std::string>("run", ttl, globals.prefix)
+      .with_writer_preference(std::chrono::milliseconds(1000));
+}
+
+Lock<std::string> cron_lock(const Globals& globals, std::chrono::milliseconds ttl) {
+  return Lock<std::string>("cron", ttl, globals.prefix);
+}
+
+}  // namespace leasehold::cli

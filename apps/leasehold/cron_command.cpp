@@ -1,0 +1,145 @@
+// leasehold cron: runs COMMAND at startup and then every interval, at most once per interval
+// across every host that runs the same NAME.
+#include <sys/wait.h>
+#include <time.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "cli.hpp"
+
+namespace leasehold::cli {
+
+using std::chrono::milliseconds;
+
+std::optional<milliseconds> default_cron_lease(milliseconds every) {
+  const milliseconds lease = std::min(every - every / 10, every - milliseconds(1000));
+  if (lease <= milliseconds::zero())
+    return std::nullopt;
+  return lease;
+}
+
+int cron(const Globals& globals, const CronOptions& options) {
+  if (options.name.empty())
+    throw UsageError{"cron: NAME must not be empty"};
+  if (options.command.empty())
+    throw UsageError{"cron: no COMMAND given (leasehold cron --every DUR NAME -- COMMAND ...)"};
+  if (options.every <= milliseconds::zero())
+    throw UsageError{"--every: must be positive"};
+  const std::optional<milliseconds> lease =
+      options.lease ? options.lease : default_cron_lease(options.every);
+  if (!lease) {
+    throw UsageError{"--lease: the interval " + format_duration(options.every) +
+                     " is too short for the default lease (10% and at least 1 s less); give "
+                     "--lease"};
+  }
+  if (*lease >= options.every) {
+    throw UsageError{"--lease " + format_duration(*lease) + " must be shorter than --every " +
+                     format_duration(options.every)};
+  }
+  if (*lease <= milliseconds::zero())
+    throw UsageError{"--lease: must be positive"};
+  cron::Interval interval;
+  if (options.mode == "at-least")
+    interval = cron::AtLeast{options.every};
+  else if (options.mode == "after-finish")
+    interval = cron::AfterFinish{options.every};
+  else if (options.mode == "after-start")
+    interval = cron::AfterStart{options.every};
+  else
+    throw UsageError{"--mode: use at-least, after-finish or after-start"};
+
+  block_forwarded_signals();  // before any thread starts
+  Client redis = connect_or_exit(globals);
+  cron::OncePerIntervalOptions lease_options;
+  lease_options.lease = *lease;
+  lease_options.aligned = options.aligned;
+  lease_options.prefix = globals.prefix;
+  auto interval_lease =
+      std::make_shared<cron::IntervalLease>(redis, options.name, options.every, lease_options);
+
+  std::mutex children_mutex;
+  std::vector<pid_t> children;  // runs in progress, for forwarding signals
+  std::atomic<long long> ticks_done{0};
+  std::atomic<bool> stopping{false};
+
+  auto job = [&](const cron::Tick& tick) {
+    if (stopping || (options.ticks && static_cast<long long>(tick.run) > *options.ticks))
+      return;
+    const std::string label = "cron '" + options.name + "' tick " + std::to_string(tick.run);
+    std::optional<LockToken<Lock<std::string>>> token;
+    try {
+      token = interval_lease->claim();
+    } catch (const Error& e) {
+      warn(label + ": could not reach Redis: " + e.what());
+      ++ticks_done;
+      return;
+    }
+    if (!token) {
+      say(globals, label + ": skipped (another host holds this interval)");
+      ++ticks_done;
+      return;
+    }
+    const auto started = Clock::now();
+    int status = 0;
+    const auto run_child = [&](std::stop_token) {
+      std::lock_guard spawning(children_mutex);  // no spawn after a stop was forwarded
+      if (stopping)
+        return;
+      const Child child = spawn_child(options.command, {{"LEASEHOLD_NAME", options.name},
+                                                        {"LEASEHOLD_TOKEN", token->id().hex()}});
+      if (child.pid < 0) {
+        status = report_spawn_failure(options.command.front(), child.spawn_error) << 8;
+        return;
+      }
+      children.push_back(child.pid);
+      children_mutex.unlock();
+      while (waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      children_mutex.lock();
+      std::erase(children, child.pid);
+    };
+    // A run longer than the lease keeps it extended (aligned slots need no extension).
+    bool lost = false;
+    if (options.aligned) {
+      run_child({});
+    } else {
+      lost = while_held(redis, *token, run_child).was_lost();
+    }
+    const auto took = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
+    say(globals, label + ": ran, exit " + std::to_string(exit_code_of(status)) + " in " +
+                     format_duration(took) + (lost ? " (its lease was lost while it ran)" : ""));
+    ++ticks_done;
+  };
+
+  cron::Scheduler scheduler;
+  scheduler.add(options.name, interval, job);
+  auto running = scheduler.start();
+  const sigset_t signals = forwarded_signals();
+  int exit_code = 0;
+  for (;;) {
+    if (options.ticks && ticks_done >= *options.ticks)
+      break;
+    timespec timeout{0, 20'000'000};
+    const int signal = sigtimedwait(&signals, nullptr, &timeout);
+    if (signal == SIGINT || signal == SIGTERM) {
+      // Stop scheduling; the run in progress gets the signal and is waited for.
+      say(globals, "cron '" + options.name + "': stopping");
+      std::lock_guard guard(children_mutex);
+      stopping = true;
+      for (pid_t child : children)
+        kill(child, signal);
+      exit_code = 0;
+      break;
+    }
+    if (signal == SIGHUP) {
+      std::lock_guard guard(children_mutex);
+      for (pid_t child : children)
+        kill(child, signal);
+    }
+  }
+  running.shutdown();
+  return exit_code;
+}
+
+}  // namespace leasehold::cli

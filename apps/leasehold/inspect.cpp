@@ -1,0 +1,234 @@
+// leasehold status / list / release --force: what is held, and the operator's way out.
+#include <fnmatch.h>
+
+#include <iostream>
+#include <sstream>
+
+#include "cli.hpp"
+
+namespace leasehold::cli {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        if (c < 0x20 || c >= 0x7f) {
+          static constexpr char kHex[] = "0123456789abcdef";
+          out += "\\u00";
+          out += kHex[c >> 4];
+          out += kHex[c & 0xf];
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string short_token(const std::string& token) {
+  return token.substr(0, 8) + "\xe2\x80\xa6";
+}
+std::string short_token_ascii(const std::string& token) {
+  return token.substr(0, 8);
+}
+
+long long server_now_ms(Client& redis) {
+  const Reply time = redis.process(Command{"TIME"});
+  return std::stoll(time.elements[0].str) * 1000 + std::stoll(time.elements[1].str) / 1000;
+}
+
+struct Lease {
+  std::string token;
+  long long ms_left = 0;
+};
+
+struct NameStatus {
+  std::string name;
+  std::optional<Lease> writer;
+  std::vector<Lease> readers;
+  std::optional<Lease> cron;
+};
+
+NameStatus read_status(const Globals& globals, Client& redis, const std::string& name) {
+  NameStatus status{name, {}, {}, {}};
+  const auto lock = run_lock(globals, milliseconds(1000));
+  const Reply writer = redis.process(Command{"GET", lock.writer_key(name)});
+  if (writer.type == Reply::Type::string)
+    status.writer =
+        Lease{writer.str, redis.process(Command{"PTTL", lock.writer_key(name)}).integer};
+  const Reply readers =
+      redis.process(Command{"ZRANGE", lock.readers_key(name), "0", "-1", "WITHSCORES"});
+  const long long now = server_now_ms(redis);
+  for (std::size_t i = 0; i + 1 < readers.elements.size(); i += 2) {
+    const long long end = static_cast<long long>(std::stod(readers.elements[i + 1].str));
+    if (end > now)
+      status.readers.push_back(Lease{readers.elements[i].str, end - now});
+  }
+  const std::string cron_key = cron_lock(globals, milliseconds(1000)).key(name);
+  const Reply cron = redis.process(Command{"GET", cron_key});
+  if (cron.type == Reply::Type::string)
+    status.cron = Lease{cron.str, redis.process(Command{"PTTL", cron_key}).integer};
+  return status;
+}
+
+std::string lease_json(const Lease& lease) {
+  return "{\"token\":" + json_string(short_token_ascii(lease.token)) +
+         ",\"ms_left\":" + std::to_string(lease.ms_left) + "}";
+}
+
+}  // namespace
+
+int status(const Globals& globals, const std::vector<std::string>& names, bool json) {
+  if (names.empty())
+    throw UsageError{"status: give at least one NAME"};
+  Client redis = connect_or_exit(globals);
+  try {
+    std::ostringstream out;
+    if (json)
+      out << "[";
+    for (std::size_t n = 0; n < names.size(); ++n) {
+      const NameStatus status = read_status(globals, redis, names[n]);
+      const bool held = status.writer || !status.readers.empty() || status.cron;
+      if (json) {
+        out << (n ? "," : "") << "{\"name\":" << json_string(status.name) << ",\"state\":\""
+            << (status.writer             ? "exclusive"
+                : !status.readers.empty() ? "shared"
+                                          : "free")
+            << "\",\"writer\":" << (status.writer ? lease_json(*status.writer) : "null")
+            << ",\"readers\":[";
+        for (std::size_t i = 0; i < status.readers.size(); ++i)
+          out << (i ? "," : "") << lease_json(status.readers[i]);
+        out << "],\"cron\":" << (status.cron ? lease_json(*status.cron) : "null") << "}";
+        continue;
+      }
+      out << status.name << ": ";
+      if (!held)
+        out << "free";
+      if (status.writer) {
+        out << "held exclusively by " << short_token(status.writer->token) << " ("
+            << format_duration(milliseconds(status.writer->ms_left)) << " left)";
+      }
+      if (!status.readers.empty()) {
+        out << "shared by " << status.readers.size() << " reader(s):";
+        for (const auto& reader : status.readers)
+          out << " " << short_token(reader.token) << " ("
+              << format_duration(milliseconds(reader.ms_left)) << " left)";
+      }
+      if (status.cron) {
+        out << (status.writer || !status.readers.empty() ? "; " : "") << "cron interval held by "
+            << short_token(status.cron->token) << " ("
+            << format_duration(milliseconds(status.cron->ms_left)) << " left)";
+      }
+      out << "\n";
+    }
+    if (json)
+      out << "]\n";
+    std::cout << out.str();
+    return 0;
+  } catch (const Error& e) {
+    exit_unavailable(e);
+  }
+}
+
+int list(const Globals& globals, const std::string& pattern, bool json) {
+  Client redis = connect_or_exit(globals);
+  try {
+    // SCAN, never KEYS: a large keyspace is walked in steps without blocking the server.
+    const std::string run_prefix = globals.prefix + ":RwLock:{run:";
+    const std::string cron_prefix = globals.prefix + ":Lock:cron:";
+    std::vector<std::string> names;
+    std::string cursor = "0";
+    do {
+      const Reply page =
+          redis.process(Command{"SCAN", cursor, "MATCH", globals.prefix + ":*", "COUNT", "1000"});
+      cursor = page.elements[0].str;
+      for (const Reply& key : page.elements[1].elements) {
+        std::string name;
+        if (key.str.starts_with(run_prefix) && key.str.size() > run_prefix.size() + 3) {
+          const std::string escaped =
+              key.str.substr(run_prefix.size(), key.str.size() - run_prefix.size() - 3);
+          // Undo the %-escaping of braces and '%'.
+          for (std::size_t i = 0; i < escaped.size(); ++i) {
+            if (escaped[i] == '%' && i + 2 < escaped.size() + 0 &&
+                escaped.compare(i, 3, "%7B") == 0)
+              name += '{', i += 2;
+            else if (escaped.compare(i, 3, "%7D") == 0)
+              name += '}', i += 2;
+            else if (escaped.compare(i, 3, "%25") == 0)
+              name += '%', i += 2;
+            else
+              name += escaped[i];
+          }
+        } else if (key.str.starts_with(cron_prefix)) {
+          name = key.str.substr(cron_prefix.size());
+        } else {
+          continue;  // not a lease of the leasehold command
+        }
+        if (!pattern.empty() && fnmatch(pattern.c_str(), name.c_str(), 0) != 0)
+          continue;
+        if (std::find(names.begin(), names.end(), name) == names.end())
+          names.push_back(name);
+      }
+    } while (cursor != "0");
+    std::sort(names.begin(), names.end());
+    if (names.empty() && !json) {
+      std::cout << "no leases under '" << globals.prefix << "'\n";
+      return 0;
+    }
+    if (names.empty()) {
+      std::cout << "[]\n";
+      return 0;
+    }
+    return status(globals, names, json);
+  } catch (const Error& e) {
+    exit_unavailable(e);
+  }
+}
+
+int release_force(const Globals& globals, const std::string& name) {
+  if (name.empty())
+    throw UsageError{"release: NAME must not be empty"};
+  Client redis = connect_or_exit(globals);
+  try {
+    const NameStatus status = read_status(globals, redis, name);
+    const auto lock = run_lock(globals, milliseconds(1000));
+    const Reply removed = redis.process(Command{"DEL", lock.writer_key(name),
+                                                lock.readers_key(name), lock.intent_key(name),
+                                                cron_lock(globals, milliseconds(1000)).key(name)});
+    std::vector<std::string> what;
+    if (status.writer)
+      what.push_back("the exclusive lease " + short_token(status.writer->token));
+    if (!status.readers.empty())
+      what.push_back(std::to_string(status.readers.size()) + " shared lease(s)");
+    if (status.cron)
+      what.push_back("the cron interval lease " + short_token(status.cron->token));
+    if (removed.integer == 0) {
+      std::cout << name << ": nothing to release\n";
+      return 0;
+    }
+    std::cout << name << ": removed ";
+    if (what.empty())
+      std::cout << removed.integer << " expired key(s)";
+    for (std::size_t i = 0; i < what.size(); ++i)
+      std::cout << (i ? ", " : "") << what[i];
+    std::cout << "\n";
+    return 0;
+  } catch (const Error& e) {
+    exit_unavailable(e);
+  }
+}
+
+}  // namespace leasehold::cli

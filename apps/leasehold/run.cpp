@@ -1,0 +1,150 @@
+// leasehold run: a distributed flock(1). Runs COMMAND while holding the lease NAME.
+#include <sys/wait.h>
+#include <time.h>
+
+#include <atomic>
+#include <cerrno>
+#include <thread>
+
+#include "cli.hpp"
+
+namespace leasehold::cli {
+namespace {
+
+using std::chrono::milliseconds;
+
+// "held by a writer, 3fa2b1c0… (12.3 s left)" or "shared by 2 readers (longest 4.1 s left)".
+std::string describe_holder(Client& redis, const RwLock<std::string>& lock,
+                            const std::string& name) {
+  try {
+    const Reply writer = redis.process(Command{"GET", lock.writer_key(name)});
+    if (writer.type == Reply::Type::string) {
+      const Reply ttl = redis.process(Command{"PTTL", lock.writer_key(name)});
+      return "held exclusively by " + writer.str.substr(0, 8) + "\xe2\x80\xa6 (" +
+             format_duration(milliseconds(std::max(0LL, ttl.integer))) + " left)";
+    }
+    const Reply readers = redis.process(Command{"ZCARD", lock.readers_key(name)});
+    const Reply ttl = redis.process(Command{"PTTL", lock.readers_key(name)});
+    if (readers.integer > 0) {
+      return "shared by " + std::to_string(readers.integer) + " reader(s) (longest " +
+             format_duration(milliseconds(std::max(0LL, ttl.integer))) + " left)";
+    }
+  } catch (const Error&) {
+  }
+  return "held";
+}
+
+}  // namespace
+
+int run(const Globals& globals, const RunOptions& options) {
+  if (options.name.empty())
+    throw UsageError{"run: NAME must not be empty"};
+  if (options.command.empty())
+    throw UsageError{"run: no COMMAND given (leasehold run NAME -- COMMAND ...)"};
+  if (options.ttl < milliseconds(10))
+    throw UsageError{"--ttl: must be at least 10ms"};
+  block_forwarded_signals();  // before the client starts its thread
+  Client redis = connect_or_exit(globals);
+  const RwLock<std::string> lock = run_lock(globals, options.ttl);
+
+  // Acquire: at once, then (unless -n) every 100 ms until it is ours or --wait runs out.
+  const auto started_waiting = Clock::now();
+  std::optional<std::shared_ptr<detail::LeaseState>> lease;
+  bool announced = false;
+  for (;;) {
+    try {
+      if (options.shared) {
+        if (auto token = redis.process(lock.try_read(options.name)))
+          lease = token->state();
+      } else {
+        if (auto token = redis.process(lock.try_write(options.name)))
+          lease = token->state();
+      }
+    } catch (const Error& e) {
+      exit_unavailable(e);
+    }
+    if (lease)
+      break;
+    const auto waited = Clock::now() - started_waiting;
+    if (options.nonblock || (options.wait && waited >= *options.wait)) {
+      chat(globals, "'" + options.name + "' is " + describe_holder(redis, lock, options.name) +
+                        "; giving up");
+      return options.conflict_exit_code;
+    }
+    if (!announced) {
+      chat(globals,
+           "waiting for '" + options.name + "': " + describe_holder(redis, lock, options.name));
+      announced = true;
+    }
+    auto pause = milliseconds(100);
+    if (options.wait) {
+      const auto left = std::chrono::duration_cast<milliseconds>(*options.wait - waited);
+      pause = std::clamp(left, milliseconds(1), pause);
+    }
+    // A forwarded signal while waiting ends the wait (nothing runs yet, nothing is held).
+    const sigset_t signals = forwarded_signals();
+    timespec timeout{0, static_cast<long>(pause.count()) * 1'000'000};
+    const int signal = sigtimedwait(&signals, nullptr, &timeout);
+    if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP)
+      return 128 + signal;
+  }
+  chat(globals, "took '" + options.name + "' (" + (options.shared ? "shared" : "exclusive") +
+                    ", ttl " + format_duration(options.ttl) + ")");
+
+  // Keep the lease while the command runs; a loss is noticed by the wait loop below.
+  std::atomic<bool> lost{false};
+  std::error_code loss_cause;
+  std::mutex cause_mutex;
+  auto heartbeat = detail::Heartbeat::start(redis, *lease, [&](std::error_code cause) {
+    std::lock_guard guard(cause_mutex);
+    loss_cause = cause;
+    lost = true;
+  });
+  const auto release = [&] {
+    heartbeat->stop();
+    std::error_code ignored;
+    redis.process(ReleaseLock<RwLock<std::string>>(*lease), ignored);
+  };
+
+  const Child child = spawn_child(
+      options.command, {{"LEASEHOLD_NAME", options.name}, {"LEASEHOLD_TOKEN", (*lease)->id_hex}});
+  if (child.pid < 0) {
+    release();
+    return report_spawn_failure(options.command.front(), child.spawn_error);
+  }
+
+  const sigset_t signals = forwarded_signals();
+  std::optional<Clock::time_point> terminated_at;
+  bool killed = false;
+  int status = 0;
+  for (;;) {
+    const pid_t done = waitpid(child.pid, &status, WNOHANG);
+    if (done == child.pid)
+      break;
+    if (lost && !terminated_at) {
+      // The lease is gone: stop everything the command started.
+      kill(-child.pid, SIGTERM);
+      terminated_at = Clock::now();
+    }
+    if (terminated_at && !killed && Clock::now() - *terminated_at >= options.kill_after) {
+      kill(-child.pid, SIGKILL);
+      killed = true;
+    }
+    timespec timeout{0, 20'000'000};
+    const int signal = sigtimedwait(&signals, nullptr, &timeout);
+    if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP)
+      kill(child.pid, signal);
+  }
+  release();
+  if (lost) {
+    std::lock_guard guard(cause_mutex);
+    warn("lost the lease on '" + options.name + "' (" +
+         (loss_cause ? "could not extend it: " + loss_cause.message()
+                     : std::string("it expired or was taken over")) +
+         "); the command was " + (killed ? "killed" : "terminated"));
+    return kExitLeaseLost;
+  }
+  return exit_code_of(status);
+}
+
+}  // namespace leasehold::cli
