@@ -14,12 +14,14 @@ using leasehold::cli::UsageError;
 // Collects a duration flag as text; it is parsed (and refused with exit 64) after CLI11 is done.
 struct DurationFlag {
   std::string text;
-  bool given() const { return !text.empty(); }
+  CLI::Option* option = nullptr;
+  bool given() const { return option != nullptr && option->count() > 0; }
 };
 
 CLI::Option* add_duration(CLI::App& app, const std::string& names, DurationFlag& flag,
                           const std::string& help) {
-  return app.add_option(names, flag.text, help + " (250ms, 30s, 1.5s, 5m, 1h)");
+  flag.option = app.add_option(names, flag.text, help + " (250ms, 30s, 1.5s, 5m, 1h)");
+  return flag.option;
 }
 
 }  // namespace

@@ -1,0 +1,386 @@
+// The leasehold command: the real binary, a real redis-server, real child processes.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "leasehold/leasehold.hpp"
+#include "redis_server.hpp"
+
+extern char** environ;
+
+namespace leasehold {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::RedisServer;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// One run of the leasehold binary.
+class Cli {
+ public:
+  Cli(std::vector<std::string> args, const std::string& dir) : dir_(dir) {
+    static int counter = 0;
+    const std::string id = std::to_string(++counter);
+    out_path_ = dir + "/cli" + id + ".out";
+    err_path_ = dir + "/cli" + id + ".err";
+    args.insert(args.begin(), LEASEHOLD_CLI);
+    std::vector<char*> argv;
+    for (auto& arg : args)
+      argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+    started_ = std::chrono::steady_clock::now();
+    if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0)
+      pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  ~Cli() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+  }
+
+  pid_t pid() const { return pid_; }
+  void signal(int number) const { ::kill(pid_, number); }
+
+  // Waits for the exit (at most `timeout`); the exit code, 128 + signal, or -1 on timeout.
+  int wait(std::chrono::milliseconds timeout = 20s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    int status = 0;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        took_ = std::chrono::steady_clock::now() - started_;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(2ms);  // polling against a deadline
+    }
+    return -1;
+  }
+  std::string out() const { return read_file(out_path_); }
+  std::string err() const { return read_file(err_path_); }
+  std::chrono::steady_clock::duration took() const { return took_; }
+
+ private:
+  std::string dir_, out_path_, err_path_;
+  pid_t pid_ = -1;
+  std::chrono::steady_clock::time_point started_;
+  std::chrono::steady_clock::duration took_{};
+};
+
+template <class Predicate>
+bool eventually(Predicate predicate, std::chrono::milliseconds timeout = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (predicate())
+      return true;
+    std::this_thread::sleep_for(5ms);  // polling against a deadline
+  }
+  return predicate();
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new RedisServer(); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override { name_ = "job" + std::to_string(++counter_); }
+
+  // leasehold --redis <server> ARGS...
+  Cli cli(std::vector<std::string> args) const {
+    args.insert(args.begin(), {"--redis", server_->unix_url()});
+    return Cli(std::move(args), server_->dir());
+  }
+  std::string file(const std::string& what) const { return server_->dir() + "/" + name_ + what; }
+  std::string writer_key() const { return "leasehold:RwLock:{run:" + name_ + "}:w"; }
+  bool exists(const std::string& key) const {
+    return server_->command({"EXISTS", key}).integer == 1;
+  }
+
+  static RedisServer* server_;
+  static inline int counter_ = 0;
+  std::string name_;
+};
+RedisServer* CliTest::server_ = nullptr;
+
+TEST_F(CliTest, RunsTheCommandUnderTheLeaseAndPassesItsEnvironmentAndExitCode) {
+  auto run =
+      cli({"run", name_, "--", "sh", "-c", "echo \"$LEASEHOLD_NAME $LEASEHOLD_TOKEN\"; exit 3"});
+  EXPECT_EQ(run.wait(), 3);
+  const std::string out = run.out();
+  EXPECT_EQ(out.substr(0, name_.size() + 1), name_ + " ");
+  EXPECT_EQ(out.size(), name_.size() + 1 + 32 + 1) << out;  // the token: 32 hex digits
+  EXPECT_FALSE(exists(writer_key())) << "released when the command ended";
+}
+
+TEST_F(CliTest, AChildKilledBySignalNGives128PlusN) {
+  auto run = cli({"run", name_, "--", "sh", "-c", "kill -USR1 $$"});
+  EXPECT_EQ(run.wait(), 128 + SIGUSR1);
+}
+
+TEST_F(CliTest, NonblockOnAHeldLeaseExitsWithTheConflictCodeAtOnceAndNeverRuns) {
+  auto holder = cli({"run", name_, "--", "sleep", "5"});
+  ASSERT_TRUE(eventually([&] { return exists(writer_key()); }));
+  auto refused = cli({"run", "-n", name_, "--", "touch", file(".ran")});
+  EXPECT_EQ(refused.wait(), 1);
+  EXPECT_LT(refused.took(), 2s);
+  auto custom = cli({"run", "--nonblock", "-E", "42", name_, "--", "touch", file(".ran")});
+  EXPECT_EQ(custom.wait(), 42);
+  EXPECT_FALSE(std::filesystem::exists(file(".ran")));
+}
+
+TEST_F(CliTest, WaitGivesUpAfterAboutTheGivenTime) {
+  auto holder = cli({"run", name_, "--", "sleep", "10"});
+  ASSERT_TRUE(eventually([&] { return exists(writer_key()); }));
+  auto waiter = cli({"-v", "run", "-w", "1s", name_, "--", "true"});
+  EXPECT_EQ(waiter.wait(), 1);
+  EXPECT_GE(waiter.took(), 1s);
+  EXPECT_LT(waiter.took(), 3s);
+  EXPECT_NE(waiter.err().find("waiting for '" + name_ + "': held exclusively by"),
+            std::string::npos)
+      << waiter.err();
+}
+
+TEST_F(CliTest, AWaitingRunGetsInWhenTheHolderEnds) {
+  auto holder = cli({"run", name_, "--", "sleep", "0.5"});
+  ASSERT_TRUE(eventually([&] { return exists(writer_key()); }));
+  auto waiter = cli({"run", name_, "--", "echo", "mine now"});
+  EXPECT_EQ(holder.wait(), 0);
+  EXPECT_EQ(waiter.wait(), 0);
+  EXPECT_EQ(waiter.out(), "mine now\n");
+}
+
+// Start and end times (ms) written by children, one "start end" line each.
+std::vector<std::pair<long long, long long>> intervals(const std::string& path) {
+  std::vector<std::pair<long long, long long>> out;
+  std::ifstream in(path);
+  for (long long a, b; in >> a >> b;)
+    out.emplace_back(a, b);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST_F(CliTest, SharedRunsOverlapAndExclusiveOnesDoNot) {
+  // Each child appends "start end" in ms (date +%s%3N: one clock for all the children).
+  const std::string log = file(".times");
+  const std::string child =
+      "s=$(date +%s%3N); sleep 0.4; e=$(date +%s%3N); echo \"$s $e\" >> " + log;
+  {
+    auto a = cli({"run", "-s", name_, "--", "sh", "-c", child});
+    auto b = cli({"run", "--shared", name_, "--", "sh", "-c", child});
+    EXPECT_EQ(a.wait(), 0);
+    EXPECT_EQ(b.wait(), 0);
+  }
+  auto shared = intervals(log);
+  ASSERT_EQ(shared.size(), 2u);
+  EXPECT_LT(shared[1].first, shared[0].second) << "shared runs did not overlap";
+  std::filesystem::remove(log);
+  {
+    auto a = cli({"run", "-x", name_, "--", "sh", "-c", child});
+    auto b = cli({"run", name_, "--", "sh", "-c", child});
+    EXPECT_EQ(a.wait(), 0);
+    EXPECT_EQ(b.wait(), 0);
+  }
+  auto exclusive = intervals(log);
+  ASSERT_EQ(exclusive.size(), 2u);
+  EXPECT_GE(exclusive[1].first, exclusive[0].second) << "exclusive runs overlapped";
+}
+
+TEST_F(CliTest, AChildRunningThreeTimesTheTtlKeepsItsLease) {
+  auto holder = cli({"run", "-t", "300ms", name_, "--", "sleep", "0.9"});
+  ASSERT_TRUE(eventually([&] { return exists(writer_key()); }));
+  int refusals = 0;
+  while (exists(writer_key())) {
+    auto contender = cli({"run", "-n", name_, "--", "true"});
+    if (contender.wait() == 1)
+      ++refusals;
+    else
+      break;
+  }
+  EXPECT_EQ(holder.wait(), 0);
+  EXPECT_GE(refusals, 3);
+}
+
+TEST_F(CliTest, DeletingTheKeyKillsTheChildAndExits75) {
+  // The child ignores SIGTERM, so it takes the SIGKILL after --kill-after.
+  auto run = cli({"run", "-t", "300ms", "--kill-after", "300ms", name_, "--", "sh", "-c",
+                  "trap '' TERM; sleep 30 & wait; sleep 30"});
+  ASSERT_TRUE(eventually([&] { return exists(writer_key()); }));
+  const auto deleted = std::chrono::steady_clock::now();
+  server_->command({"DEL", writer_key()});
+  EXPECT_EQ(run.wait(), 75);
+  const auto took = std::chrono::steady_clock::now() - deleted;
+  EXPECT_LT(took, 100ms + 300ms + 1500ms);  // ttl/3 + kill-after + a margin for a loaded machine
+  EXPECT_NE(run.err().find("lost the lease on '" + name_ + "'"), std::string::npos) << run.err();
+}
+
+TEST_F(CliTest, SignalsAreForwardedAndTheLeaseIsReleasedAfterwards) {
+  const std::string marker = file(".got");
+  auto run =
+      cli({"run", name_, "--", "sh", "-c",
+           "trap 'echo $1 > " + marker + "; exit 0' HUP; trap 'echo term >> " + marker +
+               "; exit 7' TERM; echo ready > " + marker + ".ready; while :; do sleep 0.05; done"});
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(marker + ".ready"); }));
+  run.signal(SIGTERM);
+  EXPECT_EQ(run.wait(), 7);
+  EXPECT_NE(read_file(marker).find("term"), std::string::npos);
+  EXPECT_FALSE(exists(writer_key()));
+}
+
+TEST_F(CliTest, ACommandThatDoesNotExistExits127WithTheLeaseReleased) {
+  auto run = cli({"run", name_, "--", "no-such-command-anywhere"});
+  EXPECT_EQ(run.wait(), 127);
+  EXPECT_NE(run.err().find("no-such-command-anywhere: command not found"), std::string::npos);
+  EXPECT_FALSE(exists(writer_key()));
+  auto not_executable = cli({"run", name_, "--", "/etc/hostname"});
+  EXPECT_EQ(not_executable.wait(), 126);
+}
+
+TEST_F(CliTest, BadDurationsAndUsageAre64) {
+  for (const auto& bad : {"5x", "1.2.3s", "s", "-1s", "10", ""}) {
+    auto run = cli({"run", "-t", bad, name_, "--", "true"});
+    EXPECT_EQ(run.wait(), 64) << bad;
+  }
+  auto run = cli({"run", "-t", "1.5s", "-w", "250ms", name_, "--", "true"});
+  EXPECT_EQ(run.wait(), 0);
+  auto no_command = cli({"run", name_});
+  EXPECT_EQ(no_command.wait(), 64);
+  auto both = cli({"run", "-x", "-s", name_, "--", "true"});
+  EXPECT_EQ(both.wait(), 64);
+  auto cron_lease = cli({"cron", "--every", "1s", "--lease", "1s", name_, "--", "true"});
+  EXPECT_EQ(cron_lease.wait(), 64);
+  EXPECT_NE(cron_lease.err().find("must be shorter than --every"), std::string::npos);
+  auto unknown = cli({"frobnicate"});
+  EXPECT_EQ(unknown.wait(), 64);
+}
+
+TEST_F(CliTest, RedisDownIs69WithAOneLineReason) {
+  const int port = testing::free_port();
+  Cli run({"--redis", "redis://127.0.0.1:" + std::to_string(port), "run", name_, "--", "true"},
+          server_->dir());
+  EXPECT_EQ(run.wait(), 69);
+  const std::string err = run.err();
+  EXPECT_NE(err.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+}
+
+TEST_F(CliTest, AWrongPasswordIs69) {
+  RedisServer locked(RedisServer::Options{{"--requirepass", "right"}});
+  Cli run({"--redis", "unix://:wrong@" + locked.socket_path(), "status", name_}, locked.dir());
+  EXPECT_EQ(run.wait(), 69);
+  EXPECT_NE(run.err().find("WRONGPASS"), std::string::npos) << run.err();
+}
+
+TEST_F(CliTest, TheRedisUrlComesFromTheEnvironmentWhenNotGiven) {
+  ::setenv("LEASEHOLD_REDIS_URL", server_->unix_url().c_str(), 1);
+  Cli run({"run", name_, "--", "true"}, server_->dir());
+  EXPECT_EQ(run.wait(), 0);
+  ::unsetenv("LEASEHOLD_REDIS_URL");
+}
+
+TEST_F(CliTest, StatusListAndForcedReleaseShowAndRemoveLeases) {
+  auto holder = cli({"--prefix", "ops", "run", "-t", "300ms", name_, "--", "sleep", "10"});
+  ASSERT_TRUE(eventually([&] { return exists("ops:RwLock:{run:" + name_ + "}:w"); }));
+  auto status = cli({"--prefix", "ops", "status", name_, "nobody"});
+  EXPECT_EQ(status.wait(), 0);
+  EXPECT_NE(status.out().find(name_ + ": held exclusively by "), std::string::npos) << status.out();
+  EXPECT_NE(status.out().find("nobody: free"), std::string::npos);
+  auto json = cli({"--prefix", "ops", "status", "--json", name_});
+  EXPECT_EQ(json.wait(), 0);
+  EXPECT_NE(json.out().find("\"state\":\"exclusive\""), std::string::npos) << json.out();
+  auto list = cli({"--prefix", "ops", "list", "--json"});
+  EXPECT_EQ(list.wait(), 0);
+  EXPECT_NE(list.out().find("\"name\":\"" + name_ + "\""), std::string::npos) << list.out();
+  auto filtered = cli({"--prefix", "ops", "list", "nomatch*"});
+  EXPECT_EQ(filtered.wait(), 0);
+  EXPECT_EQ(filtered.out().find(name_), std::string::npos);
+  auto refuse = cli({"--prefix", "ops", "release", name_});
+  EXPECT_EQ(refuse.wait(), 64) << "release needs --force";
+  auto release = cli({"--prefix", "ops", "release", "--force", name_});
+  EXPECT_EQ(release.wait(), 0);
+  EXPECT_NE(release.out().find("removed the exclusive lease"), std::string::npos) << release.out();
+  EXPECT_EQ(holder.wait(), 75) << "its lease was removed behind its back";
+}
+
+TEST_F(CliTest, ThreeCronProcessesRunEachIntervalAtMostOnce) {
+  const std::string log = file(".cron");
+  const std::string child = "date +%s%3N >> " + log;
+  std::vector<std::unique_ptr<Cli>> hosts;
+  for (int host = 0; host < 3; ++host) {
+    hosts.push_back(std::make_unique<Cli>(
+        std::vector<std::string>{"--redis", server_->unix_url(), "cron", "--every", "400ms",
+                                 "--lease", "300ms", "--ticks", "10", name_, "--", "sh", "-c",
+                                 child},
+        server_->dir()));
+    std::this_thread::sleep_for(130ms);  // hosts start at different moments
+  }
+  for (auto& host : hosts)
+    EXPECT_EQ(host->wait(), 0) << host->err();
+  std::vector<long long> runs;
+  std::ifstream in(log);
+  for (long long t; in >> t;)
+    runs.push_back(t);
+  std::sort(runs.begin(), runs.end());
+  ASSERT_GE(runs.size(), 8u);
+  for (std::size_t i = 1; i < runs.size(); ++i)
+    EXPECT_GE(runs[i] - runs[i - 1], 250) << "two hosts ran one interval";
+  std::size_t skipped = 0;
+  for (auto& host : hosts) {
+    const std::string err = host->err();
+    for (auto at = err.find("skipped"); at != std::string::npos; at = err.find("skipped", at + 1))
+      ++skipped;
+    EXPECT_NE(err.find("tick 1: "), std::string::npos) << err;
+  }
+  EXPECT_GE(skipped, 10u) << "every tick logs ran or skipped";
+}
+
+TEST_F(CliTest, CronStopsOnSigtermAndWaitsForTheRunInProgress) {
+  const std::string marker = file(".cronrun");
+  auto cron = cli({"cron", "--every", "5s", "--lease", "4s", name_, "--", "sh", "-c",
+                   "trap 'echo stopped > " + marker + "; exit 0' TERM; echo running > " + marker +
+                       "; while :; do sleep 0.05; done"});
+  ASSERT_TRUE(eventually([&] { return read_file(marker) == "running\n"; }));
+  cron.signal(SIGTERM);
+  EXPECT_EQ(cron.wait(), 0);
+  EXPECT_EQ(read_file(marker), "stopped\n") << "the run did not get the signal";
+}
+
+TEST_F(CliTest, HelpAndVersion) {
+  for (const auto& command : {"run", "cron", "status", "list", "release"}) {
+    auto help = cli({command, "--help"});
+    EXPECT_EQ(help.wait(), 0) << command;
+    EXPECT_NE(help.out().find("Usage:"), std::string::npos) << command;
+  }
+  auto version = cli({"--version"});
+  EXPECT_EQ(version.wait(), 0);
+  EXPECT_EQ(version.out(), std::string("leasehold ") + leasehold::version + "\n");
+}
+
+}  // namespace
+}  // namespace leasehold
