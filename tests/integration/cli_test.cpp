@@ -382,5 +382,37 @@ TEST_F(CliTest, HelpAndVersion) {
   EXPECT_EQ(version.out(), std::string("leasehold ") + leasehold::version + "\n");
 }
 
+// docs/cli.md is the manual: every command and option that --help shows is documented there.
+TEST_F(CliTest, TheManualDocumentsEveryOptionTheHelpShows) {
+  const std::string manual = read_file(std::string(LEASEHOLD_SOURCE_DIR) + "/docs/cli.md");
+  ASSERT_FALSE(manual.empty());
+  for (const auto& command : {"", "run", "cron", "status", "list", "release"}) {
+    std::vector<std::string> args;
+    if (*command != '\0')
+      args.push_back(command);
+    args.push_back("--help");
+    auto help = cli(args);
+    ASSERT_EQ(help.wait(), 0);
+    std::istringstream words(help.out());
+    for (std::string word; words >> word;) {
+      // Option names: "-x,--exclusive", "--ttl", ...; each one must be in the manual.
+      if (word.size() < 2 || word[0] != '-' || word == "--help" || word == "-h,--help")
+        continue;
+      std::istringstream names(word);
+      for (std::string name; std::getline(names, name, ',');) {
+        while (!name.empty() && (name.back() == ')' || name.back() == '.'))
+          name.pop_back();
+        if (name.size() < 2 || name[0] != '-' || name == "--")
+          continue;
+        EXPECT_NE(manual.find(name), std::string::npos)
+            << "'" << name << "' of '" << command << " --help' is not in docs/cli.md";
+      }
+    }
+    if (*command != '\0') {
+      EXPECT_NE(manual.find(std::string("leasehold ") + command), std::string::npos) << command;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace leasehold
