@@ -116,11 +116,16 @@ namespace {
 std::error_code check_not_io_thread(const detail::ClientCore& core, const void* owned_thread) {
   if (core.strand().running_in_this_thread())
     return make_error_code(errc::called_from_io_thread);
-  // A coroutine or handler of the io_context that runs the connection (outside its strand).
-  // target() points into the executor it is called on: keep that executor alive while using it.
+  // A coroutine or handler of the io_context that runs the connection (outside its strand),
+  // given an io_context's executor or a strand of one. (target() points into the executor it is
+  // called on: keep that executor alive while using it.)
   const asio::any_io_executor inner = core.strand().get_inner_executor();
-  if (const auto* io = inner.target<asio::io_context::executor_type>())
+  using IoExecutor = asio::io_context::executor_type;
+  if (const auto* io = inner.target<IoExecutor>())
     if (io->running_in_this_thread())
+      return make_error_code(errc::called_from_io_thread);
+  if (const auto* strand = inner.target<asio::strand<IoExecutor>>())
+    if (strand->get_inner_executor().running_in_this_thread())
       return make_error_code(errc::called_from_io_thread);
   if (owned_thread != nullptr &&
       static_cast<const std::thread*>(owned_thread)->get_id() == std::this_thread::get_id())

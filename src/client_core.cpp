@@ -223,7 +223,7 @@ asio::awaitable<ClientCore::Failure> ClientCore::connect_once() {
   for (const auto& endpoint : endpoints) {
     std::error_code ignored;
     socket_.close(ignored);
-    if (*timed_out)
+    if (*timed_out || closed_)
       break;
     socket_.open(endpoint.protocol(), ec);
     if (ec)
@@ -241,6 +241,8 @@ asio::awaitable<ClientCore::Failure> ClientCore::connect_once() {
     socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
     socket_.set_option(asio::socket_base::keep_alive(true), ignored);
   }
+  if (closed_)
+    co_return finish({make_error_code(errc::closed), "the client was closed"});
   Failure failure = co_await handshake();
   co_return finish(std::move(failure));
 }

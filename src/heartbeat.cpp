@@ -67,6 +67,12 @@ void Heartbeat::extend() {
 void Heartbeat::on_extended(std::error_code ec, bool held) {
   if (finished_)
     return;
+  if (ec == errc::closed || ec == errc::auth_failed || ec == errc::select_failed) {
+    // The client will never answer again: waiting for the deadline would only keep its thread.
+    last_error_ = ec;
+    declare_lost();
+    return;
+  }
   if (ec) {
     // Uncertain: the lease may still be ours. Retry until the deadline timer says otherwise.
     last_error_ = ec;

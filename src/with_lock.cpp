@@ -53,9 +53,11 @@ bool Locker::is_shut_down() const {
   return shut_down_;
 }
 
-Locker::HeldId Locker::register_held(std::shared_ptr<detail::LeaseState> lease,
-                                     std::function<void()> on_shutdown) {
+std::optional<Locker::HeldId> Locker::register_held(std::shared_ptr<detail::LeaseState> lease,
+                                                    std::function<void()> on_shutdown) {
   std::lock_guard lock(mutex_);
+  if (shut_down_)
+    return std::nullopt;  // taken while shutting down: the caller releases it
   const HeldId id = ++next_id_;
   held_.emplace(id, HeldLease{std::move(lease), std::move(on_shutdown)});
   return id;
@@ -77,22 +79,24 @@ std::chrono::milliseconds Locker::jittered(std::chrono::milliseconds delay, doub
 
 bool Locker::wait_between_attempts(std::chrono::milliseconds delay, double jitter,
                                    std::stop_token stop) {
-  std::unique_lock lock(mutex_);
+  // The stop callback locks mutex_: it is registered (and may run at once) before the lock is
+  // taken, and unregistered after it is released.
   std::stop_callback wake(stop, [this] {
     std::lock_guard inner(mutex_);
     changed_.notify_all();
   });
+  std::unique_lock lock(mutex_);
   const auto until = std::chrono::steady_clock::now() + jittered(delay, jitter);
   changed_.wait_until(lock, until, [&] { return shut_down_ || stop.stop_requested(); });
   return !shut_down_ && !stop.stop_requested();
 }
 
 void Locker::block_after_shutdown(std::stop_token stop) {
-  std::unique_lock lock(mutex_);
-  std::stop_callback wake(stop, [this] {
+  std::stop_callback wake(stop, [this] {  // before the lock: see wait_between_attempts
     std::lock_guard inner(mutex_);
     changed_.notify_all();
   });
+  std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return stop.stop_requested(); });
 }
 
@@ -117,6 +121,15 @@ void Locker::shutdown() noexcept {
     held_.clear();
     changed_.notify_all();
   }
+  // Tell the holders first (stop tokens, lost flags): the moment the release lands, another node
+  // may take the lock.
+  for (auto& lease : held) {
+    try {
+      if (lease.on_shutdown)
+        lease.on_shutdown();
+    } catch (...) {
+    }
+  }
   try {
     // One batch, so other nodes need not wait for the TTLs. Bounded: at most the command
     // timeout (and no wait at all on the client's own I/O thread, where waiting would block it).
@@ -132,13 +145,6 @@ void Locker::shutdown() noexcept {
         finished.wait_for(client_.options().command_timeout + std::chrono::milliseconds(100));
     }
   } catch (...) {
-  }
-  for (auto& lease : held) {
-    try {
-      if (lease.on_shutdown)
-        lease.on_shutdown();
-    } catch (...) {
-    }
   }
 }
 
@@ -168,7 +174,17 @@ bool Mutex::attempt() {
   heartbeat_ = detail::Heartbeat::start(locker_.client(), token->state(),
                                         [lost](std::error_code) { lost->store(true); });
   auto heartbeat = heartbeat_;
-  held_id_ = locker_.register_held(token->state(), [heartbeat] { heartbeat->stop(); });
+  const auto held_id = locker_.register_held(token->state(), [heartbeat, lost] {
+    lost->store(true);  // the shutdown releases it: from now on it is not ours
+    heartbeat->stop();
+  });
+  if (!held_id) {
+    heartbeat_->stop();
+    heartbeat_.reset();
+    locker_.release_quietly(token->state());
+    throw Error(make_error_code(errc::closed), "the locker was shut down");
+  }
+  held_id_ = *held_id;
   token_ = std::move(token);
   return true;
 }

@@ -82,6 +82,7 @@ int cron(const Globals& globals, const CronOptions& options) {
     }
     const auto started = Clock::now();
     int status = 0;
+    bool spawned = false;
     const auto run_child = [&](std::stop_token) {
       std::lock_guard spawning(children_mutex);  // no spawn after a stop was forwarded
       if (stopping)
@@ -89,9 +90,11 @@ int cron(const Globals& globals, const CronOptions& options) {
       const Child child = spawn_child(options.command, {{"LEASEHOLD_NAME", options.name},
                                                         {"LEASEHOLD_TOKEN", token->id().hex()}});
       if (child.pid < 0) {
+        spawned = true;  // the tick was used: it reports the failure as its exit status
         status = report_spawn_failure(options.command.front(), child.spawn_error) << 8;
         return;
       }
+      spawned = true;
       children.push_back(child.pid);
       children_mutex.unlock();
       while (waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
@@ -105,6 +108,14 @@ int cron(const Globals& globals, const CronOptions& options) {
       run_child({});
     } else {
       lost = while_held(redis, *token, run_child).was_lost();
+    }
+    if (!spawned) {
+      // Stopping between the claim and the spawn: give the interval back to the other hosts.
+      std::error_code ignored;
+      redis.process(token->release(), ignored);
+      say(globals, label + ": not run (stopping)");
+      ++ticks_done;
+      return;
     }
     const auto took = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
     say(globals, label + ": ran, exit " + std::to_string(exit_code_of(status)) + " in " +

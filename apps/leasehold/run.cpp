@@ -2,6 +2,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cerrno>
 #include <thread>
@@ -12,6 +14,33 @@ namespace leasehold::cli {
 namespace {
 
 using std::chrono::milliseconds;
+
+// A prepared request as a query (its reply is ignored).
+struct RawRequest {
+  using result_type = Reply;
+  Request request_;
+  Request request() const { return request_; }
+  Result<Reply> parse(Reply reply, const Timing&) const { return reply; }
+};
+
+// While the command runs it owns the terminal (if leasehold had it), so that it can read from
+// it: a background process group that reads the terminal is stopped by SIGTTIN.
+struct TerminalHandover {
+  explicit TerminalHandover(pid_t child_group) {
+    if (::isatty(STDIN_FILENO) && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp()) {
+      sigset_t ttou;
+      sigemptyset(&ttou);
+      sigaddset(&ttou, SIGTTOU);  // taking the terminal back from the background is allowed
+      pthread_sigmask(SIG_BLOCK, &ttou, nullptr);
+      handed = ::tcsetpgrp(STDIN_FILENO, child_group) == 0;
+    }
+  }
+  ~TerminalHandover() {
+    if (handed)
+      ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
+  }
+  bool handed = false;
+};
 
 // "held by a writer, 3fa2b1c0… (12.3 s left)" or "shared by 2 readers (longest 4.1 s left)".
 std::string describe_holder(Client& redis, const RwLock<std::string>& lock,
@@ -52,15 +81,26 @@ int run(const Globals& globals, const RunOptions& options) {
   std::optional<std::shared_ptr<detail::LeaseState>> lease;
   bool announced = false;
   for (;;) {
+    // One query value per attempt; on an unknown outcome (timeout), its id is released before
+    // leasehold exits, so that the lease it may have taken is not left orphaned.
+    const auto read = lock.try_read(options.name);
+    const auto write = lock.try_write(options.name);
     try {
       if (options.shared) {
-        if (auto token = redis.process(lock.try_read(options.name)))
+        if (auto token = redis.process(read))
           lease = token->state();
       } else {
-        if (auto token = redis.process(lock.try_write(options.name)))
+        if (auto token = redis.process(write))
           lease = token->state();
       }
     } catch (const Error& e) {
+      if (outcome_unknown(e.code())) {
+        const auto cleanup =
+            options.shared ? read.on_unknown_outcome() : write.on_unknown_outcome();
+        std::error_code ignored;
+        if (cleanup)
+          redis.process(RawRequest{*cleanup}, ignored);
+      }
       exit_unavailable(e);
     }
     if (lease)
@@ -113,6 +153,7 @@ int run(const Globals& globals, const RunOptions& options) {
     return report_spawn_failure(options.command.front(), child.spawn_error);
   }
 
+  const TerminalHandover terminal(child.pid);
   const sigset_t signals = forwarded_signals();
   std::optional<Clock::time_point> terminated_at;
   bool killed = false;
@@ -138,10 +179,15 @@ int run(const Globals& globals, const RunOptions& options) {
   release();
   if (lost) {
     std::lock_guard guard(cause_mutex);
+    const std::string fate = killed ? "the command was killed"
+                             : terminated_at
+                                 ? "the command was terminated"
+                                 : "the command ended on its own (exit " +
+                                       std::to_string(exit_code_of(status)) + ") as it was noticed";
     warn("lost the lease on '" + options.name + "' (" +
          (loss_cause ? "could not extend it: " + loss_cause.message()
                      : std::string("it expired or was taken over")) +
-         "); the command was " + (killed ? "killed" : "terminated"));
+         "); " + fate);
     return kExitLeaseLost;
   }
   return exit_code_of(status);

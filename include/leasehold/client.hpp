@@ -247,7 +247,11 @@ class Client {
       clean_up_unknown_outcome(core, query, ec);
       return Result<typename Q::result_type>(ec, std::move(detail));
     }
-    return query.parse(std::move(replies.front()), Timing{sent, Clock::now()});
+    Result<typename Q::result_type> result =
+        query.parse(std::move(replies.front()), Timing{sent, Clock::now()});
+    if (!result)
+      clean_up_unknown_outcome(core, query, result.error());
+    return result;
   }
 
   template <Query Q>
@@ -263,8 +267,11 @@ class Client {
     }
     results.reserve(batch.size());
     const Timing timing{sent, Clock::now()};
-    for (std::size_t i = 0; i < batch.size(); ++i)
+    for (std::size_t i = 0; i < batch.size(); ++i) {
       results.push_back(batch[i].parse(std::move(replies[i]), timing));
+      if (!results.back())
+        clean_up_unknown_outcome(core, batch[i], results.back().error());
+    }
     return results;
   }
 

@@ -83,6 +83,15 @@ constexpr void validate_prefix(std::string_view prefix) {
 
 const Script& lock_release_script();
 const Script& lock_extend_script();
+
+// An acquire granted after its own deadline does not count as held: it is an unknown outcome,
+// and the client releases it (see Query::on_unknown_outcome) so that it is not left orphaned.
+template <class T>
+Result<T> granted_too_late() {
+  return Result<T>(make_error_code(errc::command_timeout),
+                   "the lease was granted after its deadline (the reply came too late); it is "
+                   "being released");
+}
 const Script& rw_write_release_script();
 const Script& rw_write_extend_script();
 const Script& rw_read_release_script();
@@ -239,7 +248,7 @@ class TryLock {
     }
     const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
     if (timing.received >= deadline)
-      return result_type{};  // came too late to count as held
+      return detail::granted_too_late<result_type>();
     return result_type{detail::TokenAccess::make<LockToken<L>>(
         std::make_shared<detail::LeaseState>(key_, id_, ttl_, deadline))};
   }

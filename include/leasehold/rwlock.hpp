@@ -140,7 +140,7 @@ class RwAcquire {
       return result_type{};
     const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
     if (timing.received >= deadline)
-      return result_type{};  // came too late to count as held
+      return granted_too_late<result_type>();
     return result_type{TokenAccess::make<Token>(
         std::make_shared<LeaseState>(writer_key_, id_, ttl_, deadline, kind_, readers_key_))};
   }

@@ -194,8 +194,9 @@ class Locker {
 
   // For Mutex and the async form: the registry of held leases.
   using HeldId = std::uint64_t;
-  HeldId register_held(std::shared_ptr<detail::LeaseState> lease,
-                       std::function<void()> on_shutdown);
+  // Nothing if the locker shut down meanwhile (then the caller releases the lease itself).
+  std::optional<HeldId> register_held(std::shared_ptr<detail::LeaseState> lease,
+                                      std::function<void()> on_shutdown);
   void unregister_held(HeldId id);
   // Waits `delay` (with jitter); false if the locker shut down or `stop` was requested meanwhile.
   bool wait_between_attempts(std::chrono::milliseconds delay, double jitter, std::stop_token stop);
@@ -254,8 +255,11 @@ detail::sync_callback_result_t<F> Locker::with_lock(std::string_view name, F&& c
                          "could not take the lock '" + std::string(name) + "' in " +
                              std::to_string(attempt + 1) + " attempts");
     }
-    if (!wait_between_attempts(options.retry_delay, options.retry_jitter, caller_stop))
+    if (!wait_between_attempts(options.retry_delay, options.retry_jitter, caller_stop)) {
+      if (caller_stop.stop_requested() && !is_shut_down())
+        throw Error(make_error_code(errc::closed), "with_lock was cancelled by its stop token");
       return after_shutdown();
+    }
   }
 
   // The callback's stop token: requested when the lease is lost or the locker shuts down.
@@ -265,10 +269,15 @@ detail::sync_callback_result_t<F> Locker::with_lock(std::string_view name, F&& c
   };
   auto state = std::make_shared<CallState>();
   std::stop_source& stop = state->stop;
-  const HeldId held_id = register_held(token->state(), [state] {
+  const std::optional<HeldId> registered = register_held(token->state(), [state] {
     state->shut_down = true;
     state->stop.request_stop();
   });
+  if (!registered) {  // shut down while acquiring: the callback never runs
+    release_quietly(token->state());
+    return after_shutdown();
+  }
+  const HeldId held_id = *registered;
 
   std::exception_ptr thrown;
   std::optional<std::conditional_t<std::is_void_v<R>, int, R>> value;
@@ -366,26 +375,41 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
     std::optional<std::conditional_t<std::is_void_v<R>, int, R>> value;
   };
   auto race = std::make_shared<Race>(executor);
-  auto wake_from_anywhere = [race, executor] {
-    asio::post(executor, [race] { race->wake.cancel(); });
-  };
   auto lease = token->state();
-  const HeldId held_id = register_held(lease, [race, wake_from_anywhere, executor] {
-    asio::post(executor, [race] { race->shut_down = true; });
-    wake_from_anywhere();
+  // Each event sets its flag and wakes the waiting coroutine in one handler on its executor.
+  const std::optional<HeldId> registered = register_held(lease, [race, executor] {
+    asio::post(executor, [race] {
+      race->shut_down = true;
+      race->wake.cancel();
+    });
   });
-  auto heartbeat = detail::Heartbeat::start(
-      client_, lease, [race, wake_from_anywhere, executor](std::error_code cause) {
+  if (!registered) {  // shut down while acquiring: the callback never runs
+    release_quietly(lease);
+    co_await pending_forever();
+  }
+  const HeldId held_id = *registered;
+  auto heartbeat =
+      detail::Heartbeat::start(client_, lease, [race, executor](std::error_code cause) {
         asio::post(executor, [race, cause] {
           race->lost = true;
           race->cause = cause;
+          race->wake.cancel();
         });
-        wake_from_anywhere();
       });
 
+  // The spawned callback owns the callable: after a loss this call returns at once, and the
+  // callback may run on (until it notices the cancellation) after this frame is gone.
+  auto owned = std::make_shared<F>(std::move(callback));
+  auto run_owned = [](std::shared_ptr<F> callable, LockContext inner) -> asio::awaitable<R> {
+    if constexpr (std::is_invocable_v<F&, LockContext>) {
+      co_return co_await (*callable)(std::move(inner));
+    } else {
+      co_return co_await (*callable)();
+    }
+  };
   LockContext inner(
       std::make_shared<const LockContext::Node>(LockContext::Node{this, lock_key, context.top_}));
-  asio::co_spawn(executor, call(std::move(inner)),
+  asio::co_spawn(executor, run_owned(owned, std::move(inner)),
                  asio::bind_cancellation_slot(
                      race->cancel_callback.slot(), [this, race, heartbeat, lease, held_id](
                                                        std::exception_ptr error, auto... result) {

@@ -489,6 +489,30 @@ TEST_F(WithLockTest, ShutdownReleasesHeldLocksAtOnceAndLaterCallsNeverRun) {
   EXPECT_FALSE(ran.load());
 }
 
+TEST_F(WithLockTest, AStopTokenRequestedBeforeOrDuringTheWaitEndsItWithoutAHang) {
+  Client holder(server_->unix_url());
+  Client redis(server_->unix_url());
+  Locker locker(redis);
+  ASSERT_TRUE(holder.process(TryLock<detail::WithLockTag>(locker.key(name_), 30s)));
+  std::stop_source already;
+  already.request_stop();
+  const auto start = Clock::now();
+  EXPECT_THROW(locker.with_lock(
+                   name_, [] {}, {.retry_attempts = WithLockOptions::forever}, already.get_token()),
+               Error);
+  EXPECT_LT(Clock::now() - start, 2s);
+  std::stop_source later;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(50ms);  // cancel while it waits between attempts
+    later.request_stop();
+  });
+  EXPECT_THROW(locker.with_lock(
+                   name_, [] {}, {.retry_attempts = WithLockOptions::forever}, later.get_token()),
+               Error);
+  canceller.join();
+  EXPECT_LT(Clock::now() - start, 4s);
+}
+
 struct MoveOnly {
   std::unique_ptr<int> value;
 };
