@@ -187,6 +187,10 @@ asio::awaitable<ClientCore::Failure> ClientCore::connect_once() {
     resolver->cancel();
     std::error_code ignored;
     socket_.close(ignored);
+    // A name lookup in progress cannot be interrupted: tell the waiters now, not when it ends.
+    notify_connect_waiters({make_error_code(errc::connect_timeout),
+                            "connecting to Redis at " + url_.address() + " took longer than " +
+                                std::to_string(options_.connect_timeout.count()) + " ms"});
   });
   auto finish = [&](Failure failure) {
     if (*timed_out) {
