@@ -78,6 +78,10 @@ struct Case {
   std::string bytes;
   Reply expected;
 };
+// Short names in test listings (gtest would print the parameter's bytes).
+void PrintTo(const Case& c, std::ostream* out) {
+  *out << c.name;
+}
 
 std::vector<Case> cases() {
   const std::string binary("\0\r\n\xff$*-:+", 9);

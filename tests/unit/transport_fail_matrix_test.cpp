@@ -172,6 +172,10 @@ struct MatrixCase {
   Fault fault;
   Shape shape;
 };
+void PrintTo(const MatrixCase& c, std::ostream* out) {
+  *out << "step " << c.step << (c.fault == Fault::close ? " close" : " stall")
+       << (c.shape == Shape::calls ? " calls" : " batch");
+}
 
 constexpr std::size_t kLastHandshakeStep = 2;  // 0 accept, 1 CLIENT SETNAME, 2 PING
 constexpr std::size_t kFirstCallStep = 3;      // 3 ECHO a, 4 ECHO b, 5 ECHO c

@@ -243,6 +243,9 @@ struct Malformed {
   const char* url;
   const char* why;  // a piece of the explanation
 };
+void PrintTo(const Malformed& m, std::ostream* out) {
+  *out << m.why;
+}
 
 // Every malformed URL carries a password where it can, to check it never shows.
 constexpr const char* kSecret = "Hunter2Secret";
