@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
 
@@ -22,6 +23,8 @@ namespace leasehold {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::command_calls;
+using testing::eventually;
 using testing::RedisServer;
 
 std::string read_file(const std::string& path) {
@@ -91,17 +94,6 @@ class Cli {
   std::chrono::steady_clock::time_point started_;
   std::chrono::steady_clock::duration took_{};
 };
-
-template <class Predicate>
-bool eventually(Predicate predicate, std::chrono::milliseconds timeout = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (predicate())
-      return true;
-    std::this_thread::sleep_for(5ms);  // polling against a deadline
-  }
-  return predicate();
-}
 
 class CliTest : public ::testing::Test {
  protected:

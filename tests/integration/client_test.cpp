@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "eventually.hpp"
 #include "leasehold/client.hpp"
 #include "redis_server.hpp"
 
@@ -16,6 +17,8 @@ namespace leasehold {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::command_calls;
+using testing::eventually;
 using testing::RedisServer;
 
 // A script query, as lock queries will be: EVALSHA with the EVAL fallback.
@@ -45,26 +48,6 @@ std::string client_id(const RedisServer& server, const std::string& name) {
     return line.substr(start, line.find(' ', start) - start);
   }
   return {};
-}
-
-long long command_calls(const RedisServer& server, const std::string& command) {
-  const std::string info = server.command({"INFO", "commandstats"}).str;
-  const std::string needle = "cmdstat_" + command + ":calls=";
-  const auto at = info.find(needle);
-  if (at == std::string::npos)
-    return 0;
-  return std::stoll(info.substr(at + needle.size()));
-}
-
-template <class Predicate>
-bool eventually(Predicate predicate, std::chrono::milliseconds timeout = 5s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (predicate())
-      return true;
-    std::this_thread::sleep_for(5ms);  // polling against a deadline
-  }
-  return predicate();
 }
 
 class ClientTest : public ::testing::Test {

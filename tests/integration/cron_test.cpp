@@ -13,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
 
@@ -22,6 +23,8 @@ namespace leasehold::cron {
 namespace {
 
 using namespace std::chrono_literals;
+using leasehold::testing::command_calls;
+using leasehold::testing::eventually;
 using leasehold::testing::RedisServer;
 
 // Start times of runs, from any thread.
@@ -58,17 +61,6 @@ struct CapturedLog {
   std::mutex mutex;
   std::vector<std::string> lines;
 };
-
-template <class Predicate>
-bool eventually(Predicate predicate, std::chrono::milliseconds timeout = 5s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (predicate())
-      return true;
-    std::this_thread::sleep_for(2ms);  // polling against a deadline
-  }
-  return predicate();
-}
 
 // The smallest gap between consecutive starts.
 Clock::duration min_gap(const std::vector<Clock::time_point>& starts) {

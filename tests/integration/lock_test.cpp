@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
 
@@ -17,18 +18,9 @@ namespace leasehold {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::command_calls;
+using testing::eventually;
 using testing::RedisServer;
-
-template <class Predicate>
-bool eventually(Predicate predicate, std::chrono::milliseconds timeout = 5s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (predicate())
-      return true;
-    std::this_thread::sleep_for(2ms);  // polling against a deadline
-  }
-  return predicate();
-}
 
 class LockTest : public ::testing::Test {
  protected:

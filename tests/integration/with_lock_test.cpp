@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
 
@@ -22,25 +23,9 @@ namespace leasehold {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::command_calls;
+using testing::eventually;
 using testing::RedisServer;
-
-template <class Predicate>
-bool eventually(Predicate predicate, std::chrono::milliseconds timeout = 5s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (predicate())
-      return true;
-    std::this_thread::sleep_for(2ms);  // polling against a deadline
-  }
-  return predicate();
-}
-
-long long command_calls(const RedisServer& server, const std::string& command) {
-  const std::string info = server.command({"INFO", "commandstats"}).str;
-  const std::string needle = "cmdstat_" + command + ":calls=";
-  const auto at = info.find(needle);
-  return at == std::string::npos ? 0 : std::stoll(info.substr(at + needle.size()));
-}
 
 void expect_throws_lost(const std::function<void()>& call, std::error_code expected_cause) {
   try {
