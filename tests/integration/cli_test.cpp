@@ -352,6 +352,36 @@ TEST_F(CliTest, ThreeCronProcessesRunEachIntervalAtMostOnce) {
   EXPECT_GE(skipped, 10u) << "every tick logs ran or skipped";
 }
 
+TEST_F(CliTest, CronModesAlignedAndQuiet) {
+  const std::string log = file(".modes");
+  for (const auto& mode : {"at-least", "after-finish", "after-start"}) {
+    auto cron = cli({"-q", "cron", "--mode", mode, "--aligned", "--every", "300ms", "--lease",
+                     "200ms", "--ticks", "2", name_ + mode, "--", "sh", "-c",
+                     "echo " + std::string(mode) + " >> " + log});
+    EXPECT_EQ(cron.wait(), 0) << mode << ": " << cron.err();
+    EXPECT_EQ(cron.err(), "") << "--quiet prints nothing but errors";
+  }
+  const std::string runs = read_file(log);
+  for (const auto& mode : {"at-least", "after-finish", "after-start"})
+    EXPECT_NE(runs.find(mode), std::string::npos) << mode << " never ran";
+  auto bad = cli({"cron", "--mode", "sometimes", "--every", "1s", name_, "--", "true"});
+  EXPECT_EQ(bad.wait(), 64);
+}
+
+TEST_F(CliTest, SigintAndSighupAreForwardedToo) {
+  for (const int signal : {SIGINT, SIGHUP}) {
+    const std::string marker = file(".sig" + std::to_string(signal));
+    auto run = cli({"run", name_, "--", "sh", "-c",
+                    "trap 'echo got > " + marker + "; exit 5' INT HUP; touch " + marker +
+                        ".ready; while :; do sleep 0.05; done"});
+    ASSERT_TRUE(eventually([&] { return std::filesystem::exists(marker + ".ready"); }));
+    run.signal(signal);
+    EXPECT_EQ(run.wait(), 5) << signal;
+    EXPECT_EQ(read_file(marker), "got\n") << signal;
+    EXPECT_FALSE(exists(writer_key()));
+  }
+}
+
 TEST_F(CliTest, CronStopsOnSigtermAndWaitsForTheRunInProgress) {
   const std::string marker = file(".cronrun");
   auto cron = cli({"cron", "--every", "5s", "--lease", "4s", name_, "--", "sh", "-c",
