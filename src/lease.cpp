@@ -5,20 +5,12 @@
 #include <cerrno>
 #include <system_error>
 
+#include "hex.hpp"
+
 namespace leasehold {
 namespace {
 
 constexpr char kHex[] = "0123456789abcdef";
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
 
 }  // namespace
 
@@ -42,8 +34,8 @@ LeaseId LeaseId::from_hex(std::string_view hex) {
   if (hex.size() != 2 * id.bytes_.size())
     throw Error(make_error_code(errc::invalid_argument), "a lease token is 32 hex digits");
   for (std::size_t i = 0; i < id.bytes_.size(); ++i) {
-    const int hi = hex_digit(hex[2 * i]);
-    const int lo = hex_digit(hex[2 * i + 1]);
+    const int hi = detail::hex_value(hex[2 * i]);
+    const int lo = detail::hex_value(hex[2 * i + 1]);
     if (hi < 0 || lo < 0)
       throw Error(make_error_code(errc::invalid_argument), "a lease token is 32 hex digits");
     id.bytes_[i] = static_cast<std::uint8_t>(hi * 16 + lo);

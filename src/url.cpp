@@ -5,21 +5,13 @@
 
 #include "leasehold/error.hpp"
 
+#include "hex.hpp"
+
 namespace leasehold {
 namespace {
 
 constexpr std::string_view kRedisScheme = "redis://";
 constexpr std::string_view kUnixScheme = "unix://";
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
 
 bool percent_decode(std::string_view in, std::string& out) {
   out.clear();
@@ -30,8 +22,8 @@ bool percent_decode(std::string_view in, std::string& out) {
     }
     if (i + 2 >= in.size())
       return false;
-    const int hi = hex_value(in[i + 1]);
-    const int lo = hex_value(in[i + 2]);
+    const int hi = detail::hex_value(in[i + 1]);
+    const int lo = detail::hex_value(in[i + 2]);
     if (hi < 0 || lo < 0)
       return false;
     out.push_back(static_cast<char>(hi * 16 + lo));
