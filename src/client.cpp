@@ -2,6 +2,7 @@
 
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
+#include <atomic>
 #include <future>
 #include <thread>
 
@@ -33,6 +34,9 @@ struct Client::OwnedThread {
   asio::io_context context{1};
   asio::executor_work_guard<asio::io_context::executor_type> work{context.get_executor()};
   std::thread thread;
+  // Set when the Client is destroyed on this very thread (from one of its own handlers): the
+  // thread cannot be joined then, so it is detached and deletes this object when run() returns.
+  std::atomic<bool> orphaned{false};
 };
 
 Client::Client(std::string_view url, ClientOptions options)
@@ -40,7 +44,11 @@ Client::Client(std::string_view url, ClientOptions options)
   core_ = std::make_shared<detail::ClientCore>(owned_->context.get_executor(), RedisUrl::parse(url),
                                                validated(std::move(options)));
   core_->start();
-  owned_->thread = std::thread([context = &owned_->context] { context->run(); });
+  owned_->thread = std::thread([owned = owned_.get()] {
+    owned->context.run();
+    if (owned->orphaned.load(std::memory_order_acquire))
+      delete owned;
+  });
 }
 
 Client::Client(asio::any_io_executor executor, std::string_view url, ClientOptions options)
@@ -55,6 +63,15 @@ Client::~Client() {
 
 void Client::release() noexcept {
   close();
+  if (owned_ && owned_->thread.get_id() == std::this_thread::get_id()) {
+    // Destroyed by one of its own handlers: the thread finishes the work and cleans up.
+    owned_->thread.detach();
+    owned_->orphaned.store(true, std::memory_order_release);
+    owned_->work.reset();
+    core_.reset();
+    (void)owned_.release();  // the thread deletes it
+    return;
+  }
   if (owned_) {
     owned_->work.reset();
     if (owned_->thread.joinable())

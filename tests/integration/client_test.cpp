@@ -287,6 +287,20 @@ TEST_F(ClientTest, ABlockingCallFromTheIoThreadIsAnErrorNotADeadlock) {
   EXPECT_EQ(seen, errc::called_from_io_thread);
 }
 
+TEST_F(ClientTest, AClientDestroyedByOneOfItsOwnHandlersShutsDownCleanly) {
+  auto client = std::make_shared<Client>(server_->unix_url());
+  Client* raw = client.get();
+  std::promise<std::error_code> done;
+  raw->async_process(Command{"PING"},
+                     [client = std::move(client), &done](std::error_code ec, Reply) mutable {
+                       client.reset();  // the last reference: ~Client on its own I/O thread
+                       done.set_value(ec);
+                     });
+  auto future = done.get_future();
+  ASSERT_EQ(future.wait_for(5s), std::future_status::ready);
+  EXPECT_FALSE(future.get());
+}
+
 TEST_F(ClientTest, CloseFailsPendingAndLaterCalls) {
   Client client(server_->unix_url());
   std::promise<std::error_code> blocked;
