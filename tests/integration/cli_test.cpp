@@ -16,6 +16,7 @@
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
+#include "shared_server.hpp"
 
 extern char** environ;
 
@@ -95,14 +96,9 @@ class Cli {
   std::chrono::steady_clock::duration took_{};
 };
 
-class CliTest : public ::testing::Test {
+class CliTest : public testing::SharedServerTest {
  protected:
-  static void SetUpTestSuite() { server_ = new RedisServer(); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override { name_ = "job" + std::to_string(++counter_); }
+  void SetUp() override { name_ = "job" + std::to_string(unique_number()); }
 
   // leasehold --redis <server> ARGS...
   Cli cli(std::vector<std::string> args) const {
@@ -115,11 +111,8 @@ class CliTest : public ::testing::Test {
     return server_->command({"EXISTS", key}).integer == 1;
   }
 
-  static RedisServer* server_;
-  static inline int counter_ = 0;
   std::string name_;
 };
-RedisServer* CliTest::server_ = nullptr;
 
 TEST_F(CliTest, RunsTheCommandUnderTheLeaseAndPassesItsEnvironmentAndExitCode) {
   auto run =
@@ -250,7 +243,9 @@ TEST_F(CliTest, ACommandThatDoesNotExistExits127WithTheLeaseReleased) {
   EXPECT_EQ(run.wait(), 127);
   EXPECT_NE(run.err().find("no-such-command-anywhere: command not found"), std::string::npos);
   EXPECT_FALSE(exists(writer_key()));
-  auto not_executable = cli({"run", name_, "--", "/etc/hostname"});
+  const std::string plain_file = file(".not-executable");  // exists, mode 0644
+  std::ofstream(plain_file) << "not a program\n";
+  auto not_executable = cli({"run", name_, "--", plain_file});
   EXPECT_EQ(not_executable.wait(), 126);
 }
 

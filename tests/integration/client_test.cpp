@@ -12,6 +12,7 @@
 #include "eventually.hpp"
 #include "leasehold/client.hpp"
 #include "redis_server.hpp"
+#include "shared_server.hpp"
 
 namespace leasehold {
 namespace {
@@ -50,17 +51,10 @@ std::string client_id(const RedisServer& server, const std::string& name) {
   return {};
 }
 
-class ClientTest : public ::testing::Test {
+class ClientTest : public testing::SharedServerTest {
  protected:
-  static void SetUpTestSuite() { server_ = new RedisServer(); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  static RedisServer* server_;
   std::string prefix_ = testing::test_prefix();
 };
-RedisServer* ClientTest::server_ = nullptr;
 
 TEST_F(ClientTest, PingsOverTcpAndOverAUnixSocket) {
   for (const auto& url : {server_->tcp_url(), server_->unix_url()}) {

@@ -16,6 +16,7 @@
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
+#include "shared_server.hpp"
 
 extern char** environ;
 
@@ -74,18 +75,10 @@ long long to_ms(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
 
-class CronTest : public ::testing::Test {
+class CronTest : public testing::SharedServerTest {
  protected:
-  static void SetUpTestSuite() { server_ = new RedisServer(); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  std::string name_ = "job" + std::to_string(++counter_);
-  static RedisServer* server_;
-  static inline int counter_ = 0;
+  std::string name_ = "job" + std::to_string(unique_number());
 };
-RedisServer* CronTest::server_ = nullptr;
 
 TEST_F(CronTest, FiveReplicasAtRandomOffsetsRunTheJobOncePerLeaseAcrossTheDeployment) {
   constexpr auto kInterval = 400ms;

@@ -13,6 +13,7 @@
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
+#include "shared_server.hpp"
 
 namespace leasehold {
 namespace {
@@ -22,25 +23,15 @@ using testing::command_calls;
 using testing::eventually;
 using testing::RedisServer;
 
-class LockTest : public ::testing::Test {
+class LockTest : public testing::SharedServerTest {
  protected:
-  static void SetUpTestSuite() { server_ = new RedisServer(); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-
   // Every test has its own key prefix, so tests never see each other's locks.
-  std::string prefix_ = "lh" + std::to_string(++counter_);
+  std::string prefix_ = "lh" + std::to_string(unique_number());
   Lock<std::string> lock(std::chrono::milliseconds ttl) const {
     return Lock<std::string>("test", ttl, prefix_);
   }
   long long pttl(const std::string& key) const { return server_->command({"PTTL", key}).integer; }
-
-  static RedisServer* server_;
-  static inline int counter_ = 0;
 };
-RedisServer* LockTest::server_ = nullptr;
 
 TEST_F(LockTest, OnlyOneOfTwoConnectionsGetsTheLock) {
   Client a(server_->unix_url());

@@ -8,6 +8,7 @@
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
+#include "shared_server.hpp"
 
 namespace leasehold {
 namespace {
@@ -17,24 +18,16 @@ using testing::command_calls;
 using testing::eventually;
 using testing::RedisServer;
 
-class RwLockTest : public ::testing::Test {
+class RwLockTest : public testing::SharedServerTest {
  protected:
-  static void SetUpTestSuite() { server_ = new RedisServer(); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  std::string prefix_ = "rw" + std::to_string(++counter_);
+  std::string prefix_ = "rw" + std::to_string(unique_number());
   RwLock<std::string> lock(std::chrono::milliseconds ttl) const {
     return RwLock<std::string>("catalog", ttl, prefix_);
   }
   long long exists(const std::string& key) const {
     return server_->command({"EXISTS", key}).integer;
   }
-  static RedisServer* server_;
-  static inline int counter_ = 0;
 };
-RedisServer* RwLockTest::server_ = nullptr;
 
 TEST_F(RwLockTest, ReadersShareAndEachHasItsOwnLease) {
   Client redis(server_->unix_url());

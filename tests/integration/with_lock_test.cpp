@@ -16,6 +16,7 @@
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
+#include "shared_server.hpp"
 
 extern char** environ;
 
@@ -37,18 +38,10 @@ void expect_throws_lost(const std::function<void()>& call, std::error_code expec
   }
 }
 
-class WithLockTest : public ::testing::Test {
+class WithLockTest : public testing::SharedServerTest {
  protected:
-  static void SetUpTestSuite() { server_ = new RedisServer(); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  std::string name_ = "wl" + std::to_string(++counter_);
-  static RedisServer* server_;
-  static inline int counter_ = 0;
+  std::string name_ = "wl" + std::to_string(unique_number());
 };
-RedisServer* WithLockTest::server_ = nullptr;
 
 TEST_F(WithLockTest, ExcludesEightThreadsAndTwoProcessesOnOneKey) {
   constexpr int kThreads = 8;
