@@ -35,6 +35,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "bench_args.hpp"
 
 #include "leasehold/leasehold.hpp"
 
@@ -64,12 +65,7 @@ struct Options {
 }
 
 std::uint64_t parse_number(std::string_view name, std::string_view text) {
-  std::uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc{} || end != text.data() + text.size())
-    usage((std::string(name) + " wants a non-negative integer, not '" + std::string(text) + "'")
-              .c_str());
-  return value;
+  return leasehold::bench::parse_number(name, text, usage);
 }
 
 Options parse_options(int argc, char** argv) {
