@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "client_core.hpp"
+#include "cluster_core.hpp"
 
 namespace leasehold {
 namespace {
@@ -21,13 +22,30 @@ ClientOptions validated(ClientOptions options) {
       options.reconnect_delay_max < options.reconnect_delay_min)
     throw Error(make_error_code(errc::invalid_argument),
                 "the reconnect delays must be positive, with min <= max");
+  if (options.cluster_refresh_interval <= milliseconds::zero())
+    throw Error(make_error_code(errc::invalid_argument),
+                "the cluster refresh interval must be positive");
   return options;
+}
+
+std::shared_ptr<detail::Transport> make_transport(asio::any_io_executor executor, RedisUrl url,
+                                                  ClientOptions options) {
+  if (url.transport == RedisUrl::Transport::cluster) {
+    auto cluster = std::make_shared<detail::ClusterCore>(std::move(executor), std::move(url),
+                                                         std::move(options));
+    cluster->start();
+    return cluster;
+  }
+  auto core =
+      std::make_shared<detail::ClientCore>(std::move(executor), std::move(url), std::move(options));
+  core->start();
+  return core;
 }
 
 }  // namespace
 
 namespace {
-std::error_code check_not_io_thread(const detail::ClientCore& core, const void* owned_thread);
+std::error_code check_not_io_thread(const detail::Transport& core, const void* owned_thread);
 }  // namespace
 
 struct Client::OwnedThread {
@@ -40,10 +58,11 @@ struct Client::OwnedThread {
 };
 
 Client::Client(std::string_view url, ClientOptions options)
-    : owned_(std::make_unique<OwnedThread>()) {
-  core_ = std::make_shared<detail::ClientCore>(owned_->context.get_executor(), RedisUrl::parse(url),
-                                               validated(std::move(options)));
-  core_->start();
+    : Client(RedisUrl::parse(url), std::move(options)) {}
+
+Client::Client(RedisUrl url, ClientOptions options) : owned_(std::make_unique<OwnedThread>()) {
+  core_ =
+      make_transport(owned_->context.get_executor(), std::move(url), validated(std::move(options)));
   owned_->thread = std::thread([owned = owned_.get()] {
     owned->context.run();
     if (owned->orphaned.load(std::memory_order_acquire))
@@ -52,10 +71,8 @@ Client::Client(std::string_view url, ClientOptions options)
 }
 
 Client::Client(asio::any_io_executor executor, std::string_view url, ClientOptions options)
-    : core_(std::make_shared<detail::ClientCore>(std::move(executor), RedisUrl::parse(url),
-                                                 validated(std::move(options)))) {
-  core_->start();
-}
+    : core_(make_transport(std::move(executor), RedisUrl::parse(url),
+                           validated(std::move(options)))) {}
 
 Client::~Client() {
   release();
@@ -130,7 +147,7 @@ void Client::when_connected(detail::UniqueFunction<void(std::error_code, std::st
 namespace {
 
 // A blocking call on the thread that runs the connection would wait for itself forever.
-std::error_code check_not_io_thread(const detail::ClientCore& core, const void* owned_thread) {
+std::error_code check_not_io_thread(const detail::Transport& core, const void* owned_thread) {
   if (core.strand().running_in_this_thread())
     return make_error_code(errc::called_from_io_thread);
   // A coroutine or handler of the io_context that runs the connection (outside its strand),

@@ -44,10 +44,31 @@ bool Operation::retry_safe() const {
   return true;
 }
 
+namespace {
+
+class TransportCategory final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "leasehold.transport"; }
+  std::string message(int) const override {
+    return "The call is to be routed again: the cluster node it was queued for left the cluster.";
+  }
+};
+
+}  // namespace
+
+std::error_code route_again_error() noexcept {
+  static const TransportCategory category;
+  return {1, category};
+}
+
 ClientCore::ClientCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options)
+    : ClientCore(asio::make_strand(std::move(executor)), std::move(url), std::move(options)) {}
+
+ClientCore::ClientCore(asio::strand<asio::any_io_executor> strand, RedisUrl url,
+                       ClientOptions options)
     : url_(std::move(url)),
       options_(std::move(options)),
-      strand_(asio::make_strand(std::move(executor))),
+      strand_(std::move(strand)),
       socket_(strand_),
       writer_wakeup_(strand_),
       expiry_timer_(strand_, Clock::time_point::max()),
@@ -61,7 +82,8 @@ void ClientCore::start() {
 }
 
 void ClientCore::submit(std::unique_ptr<Operation> operation) {
-  operation->deadline = Clock::now() + options_.command_timeout;
+  if (operation->deadline == Clock::time_point{})
+    operation->deadline = Clock::now() + options_.command_timeout;
   // A call made on the strand (typically a caller that a reply resumed inside the read loop) is
   // queued at once, without a trip through the strand's queue. Only when it is not completed
   // here: a caller that calls again on failure must not recurse.
@@ -123,6 +145,34 @@ void ClientCore::close() {
     self->backoff_timer_.cancel();
     self->fail_everything({make_error_code(errc::closed), "the client was closed"});
   });
+}
+
+void ClientCore::retire() {
+  if (closed_)
+    return;
+  closed_ = true;
+  std::error_code ignored;
+  socket_.close(ignored);
+  writer_wakeup_.cancel();
+  expiry_timer_.cancel();
+  backoff_timer_.cancel();
+  const Failure left{make_error_code(errc::connection_lost),
+                     "the cluster node " + url_.address() +
+                         " stopped serving the call's slot with the call in flight; it may or may "
+                         "not have run"};
+  for (std::size_t i = expired_in_flight_; i < in_flight_.size(); ++i) {
+    if (in_flight_[i]->retry_safe())
+      in_flight_[i]->complete(route_again_error(), {}, {});
+    else
+      in_flight_[i]->complete(left.error, left.detail, {});
+  }
+  in_flight_.clear();
+  expired_in_flight_ = 0;
+  std::deque<std::unique_ptr<Operation>> waiting = std::move(waiting_);
+  waiting_.clear();
+  for (auto& operation : waiting)
+    operation->complete(route_again_error(), {}, {});
+  notify_connect_waiters({make_error_code(errc::closed), "the cluster node left the cluster"});
 }
 
 asio::awaitable<void> ClientCore::run() {
@@ -441,17 +491,25 @@ void ClientCore::finish(std::unique_ptr<Operation> operation) {
   }
   auto retry = std::make_unique<Operation>();
   retry->deadline = operation->deadline;
-  for (std::size_t i : missing)
+  // Where each EVAL's reply is in the retry: a script call that a cluster sent after ASKING (to
+  // a node that imports its slot) needs ASKING again right before it.
+  std::vector<std::size_t> positions;
+  static const std::string asking = Request::command({"ASKING"}).bytes();
+  for (std::size_t i : missing) {
+    if (i > 0 && operation->requests[i - 1].bytes() == asking)
+      retry->requests.push_back(operation->requests[i - 1]);
+    positions.push_back(retry->requests.size());
     retry->requests.push_back(operation->requests[i].eval_fallback());
-  retry->complete = [original = std::move(operation), missing = std::move(missing)](
-                        std::error_code ec, std::string detail,
-                        std::vector<Reply> replies) mutable {
+  }
+  retry->complete = [original = std::move(operation), missing = std::move(missing),
+                     positions = std::move(positions)](std::error_code ec, std::string detail,
+                                                       std::vector<Reply> replies) mutable {
     if (ec) {
       original->complete(ec, std::move(detail), {});
       return;
     }
     for (std::size_t k = 0; k < missing.size(); ++k)
-      original->replies[missing[k]] = std::move(replies[k]);
+      original->replies[missing[k]] = std::move(replies[positions[k]]);
     original->complete({}, {}, std::move(original->replies));
   };
   // Its deadline is older than any queued operation's: the front keeps deadlines in order.

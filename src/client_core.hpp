@@ -21,32 +21,30 @@
 
 #include "codec.hpp"
 #include "leasehold/client.hpp"
+#include "transport.hpp"
 
 namespace leasehold::detail {
 
-struct Operation {
-  std::vector<Request> requests;
-  std::vector<Reply> replies;
-  Clock::time_point deadline;
-  OperationCompletion complete;
-
-  bool retry_safe() const;
-};
-
-class ClientCore : public std::enable_shared_from_this<ClientCore> {
+class ClientCore final : public Transport, public std::enable_shared_from_this<ClientCore> {
  public:
   ClientCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options);
+  // On a given strand: a cluster runs all its connections on its own strand.
+  ClientCore(asio::strand<asio::any_io_executor> strand, RedisUrl url, ClientOptions options);
 
   // Starts the connect/reconnect loop. Call once, right after construction.
   void start();
 
-  void submit(std::unique_ptr<Operation> operation);
-  void when_connected(UniqueFunction<void(std::error_code, std::string)> callback);
-  void close();
+  void submit(std::unique_ptr<Operation> operation) override;
+  void when_connected(UniqueFunction<void(std::error_code, std::string)> callback) override;
+  void close() override;
+  // Like close(), for a cluster node that no longer serves slots: calls not yet sent, and
+  // retry-safe calls in flight, complete with route_again_error() so that the cluster routes them
+  // again; other calls in flight fail with connection_lost. Call on the strand.
+  void retire();
 
-  const RedisUrl& url() const noexcept { return url_; }
-  const ClientOptions& options() const noexcept { return options_; }
-  const asio::strand<asio::any_io_executor>& strand() const noexcept { return strand_; }
+  const RedisUrl& url() const noexcept override { return url_; }
+  const ClientOptions& options() const noexcept override { return options_; }
+  const asio::strand<asio::any_io_executor>& strand() const noexcept override { return strand_; }
 
  private:
   struct Failure {

@@ -59,6 +59,12 @@ class Category final : public std::error_category {
         return "Redis answered with a reply of an unexpected type.";
       case errc::lock_busy:
         return "Someone else held the lock at every attempt; the work did not run.";
+      case errc::cross_slot:
+        return "The query's keys are in different Redis Cluster hash slots, so no single node can "
+               "run it; give its keys a common {hash tag}.";
+      case errc::not_replicated:
+        return "Too few replicas acknowledged the acquire within the WAIT timeout, so it was "
+               "released; check the replicas' health or lower the number asked for.";
       case errc::lease_lost:
         return "The lease was lost while the work ran: it expired or was taken over, or it "
                "could not be extended before its deadline.";

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "codec.hpp"
+#include "leasehold/slot.hpp"
 
 namespace leasehold {
 namespace {
@@ -61,6 +62,9 @@ Request Request::script(const Script& script, std::span<const std::string_view> 
   script_args.insert(script_args.end(), keys.begin(), keys.end());
   script_args.insert(script_args.end(), args.begin(), args.end());
   Request request = make_script_call("EVALSHA", script.sha1(), script_args);
+  request.keys_ = Keys::none;
+  for (std::string_view key : keys)
+    request.add_key(key);
   request.script_ = &script;
   request.script_args_ = std::move(script_args);
   return request;
@@ -71,7 +75,19 @@ Request Request::eval_fallback() const {
     return *this;
   Request request = make_script_call("EVAL", script_->body(), script_args_);
   request.retry_safe_ = retry_safe_;
+  request.keys_ = keys_;
+  request.slot_ = slot_;
   return request;
+}
+
+void Request::add_key(std::string_view key) noexcept {
+  const std::uint16_t slot = key_slot(key);
+  if (keys_ == Keys::unknown || keys_ == Keys::none) {
+    keys_ = Keys::one_slot;
+    slot_ = slot;
+  } else if (keys_ == Keys::one_slot && slot != slot_) {
+    keys_ = Keys::cross_slot;
+  }
 }
 
 }  // namespace leasehold

@@ -12,6 +12,7 @@ namespace {
 
 constexpr std::string_view kRedisScheme = "redis://";
 constexpr std::string_view kUnixScheme = "unix://";
+constexpr std::string_view kClusterScheme = "redis-cluster://";
 
 bool percent_decode(std::string_view in, std::string& out) {
   out.clear();
@@ -79,24 +80,14 @@ int parse_db(std::string_view text) {
   return db;
 }
 
-void parse_tcp(std::string_view rest, RedisUrl& url) {
-  url.transport = RedisUrl::Transport::tcp;
-  if (rest.find('?') != std::string_view::npos)
-    throw Failure{"redis:// URLs take no query string; give the database as /N"};
-  rest = take_credentials(rest, url);
-  const auto slash = rest.find('/');
-  std::string_view hostport = rest.substr(0, slash);
-  if (slash != std::string_view::npos) {
-    const std::string_view db = rest.substr(slash + 1);
-    if (!db.empty())
-      url.db = parse_db(db);
-  }
+// "host[:port]" or "[v6]:port" into host and port (the port stays as it is when not given).
+void parse_host_port(std::string_view hostport, std::string& host, std::uint16_t& port_out) {
   std::string_view port;
   if (!hostport.empty() && hostport.front() == '[') {
     const auto close = hostport.find(']');
     if (close == std::string_view::npos)
       throw Failure{"the IPv6 address misses its closing ']'"};
-    url.host = std::string(hostport.substr(1, close - 1));
+    host = std::string(hostport.substr(1, close - 1));
     const std::string_view after = hostport.substr(close + 1);
     if (!after.empty()) {
       if (after.front() != ':')
@@ -107,27 +98,70 @@ void parse_tcp(std::string_view rest, RedisUrl& url) {
     }
   } else {
     const auto colon = hostport.find(':');
-    url.host = std::string(hostport.substr(0, colon));
+    host = std::string(hostport.substr(0, colon));
     if (colon != std::string_view::npos) {
       port = hostport.substr(colon + 1);
       if (port.empty())
         throw Failure{"the port is empty"};
     }
   }
-  if (url.host.empty())
+  if (host.empty())
     throw Failure{"the host is missing"};
   if (!port.empty()) {
     unsigned value = 0;
     if (!parse_number(port, value) || value == 0 || value > 65535)
       throw Failure{"the port must be a number from 1 to 65535"};
-    url.port = static_cast<std::uint16_t>(value);
+    port_out = static_cast<std::uint16_t>(value);
   }
+}
+
+void parse_tcp(std::string_view rest, RedisUrl& url) {
+  url.transport = RedisUrl::Transport::tcp;
+  if (rest.find('?') != std::string_view::npos)
+    throw Failure{"redis:// URLs take no query string; give the database as /N"};
+  rest = take_credentials(rest, url);
+  const auto slash = rest.find('/');
+  if (slash != std::string_view::npos) {
+    const std::string_view db = rest.substr(slash + 1);
+    if (!db.empty())
+      url.db = parse_db(db);
+  }
+  parse_host_port(rest.substr(0, slash), url.host, url.port);
+}
+
+void parse_cluster(std::string_view rest, RedisUrl& url) {
+  url.transport = RedisUrl::Transport::cluster;
+  if (rest.find('?') != std::string_view::npos)
+    throw Failure{"redis-cluster:// URLs take no query string"};
+  rest = take_credentials(rest, url);
+  const auto slash = rest.find('/');
+  if (slash != std::string_view::npos) {
+    const std::string_view db = rest.substr(slash + 1);
+    if (!db.empty() && parse_db(db) != 0)
+      throw Failure{"Redis Cluster has only database 0"};
+  }
+  std::string_view seeds = rest.substr(0, slash);
+  for (;;) {
+    const auto comma = seeds.find(',');
+    RedisUrl::Endpoint seed;
+    parse_host_port(seeds.substr(0, comma), seed.host, seed.port);
+    url.seeds.push_back(std::move(seed));
+    if (comma == std::string_view::npos)
+      break;
+    seeds = seeds.substr(comma + 1);
+  }
+  url.host = url.seeds.front().host;
+  url.port = url.seeds.front().port;
 }
 
 RedisUrl parse_or_throw_failure(std::string_view text) {
   RedisUrl url;
   if (text.starts_with(kRedisScheme)) {
     parse_tcp(text.substr(kRedisScheme.size()), url);
+    return url;
+  }
+  if (text.starts_with(kClusterScheme)) {
+    parse_cluster(text.substr(kClusterScheme.size()), url);
     return url;
   }
   if (text.starts_with(kUnixScheme)) {
@@ -155,7 +189,7 @@ RedisUrl parse_or_throw_failure(std::string_view text) {
     throw Failure{"it is empty"};
   if (text.starts_with("rediss://"))
     throw Failure{"TLS (rediss://) is not supported yet"};
-  throw Failure{"it must start with redis:// or unix://"};
+  throw Failure{"it must start with redis://, unix:// or redis-cluster://"};
 }
 
 }  // namespace
@@ -211,18 +245,43 @@ RedisUrl RedisUrl::parse(std::string_view url) {
   return parsed;
 }
 
-std::string RedisUrl::address() const {
-  if (transport == Transport::unix_socket)
-    return path;
+std::string RedisUrl::Endpoint::address() const {
   if (host.find(':') != std::string::npos)
     return "[" + host + "]:" + std::to_string(port);
   return host + ":" + std::to_string(port);
 }
 
+std::string RedisUrl::address() const {
+  if (transport == Transport::unix_socket)
+    return path;
+  if (transport == Transport::cluster) {
+    std::string out;
+    for (const Endpoint& seed : seeds) {
+      if (!out.empty())
+        out += ',';
+      out += seed.address();
+    }
+    return out;
+  }
+  return Endpoint{host, port}.address();
+}
+
+RedisUrl RedisUrl::node(const Endpoint& endpoint) const {
+  RedisUrl url = *this;
+  url.transport = Transport::tcp;
+  url.host = endpoint.host;
+  url.port = endpoint.port;
+  url.seeds.clear();
+  url.db = 0;
+  return url;
+}
+
 std::string RedisUrl::to_string() const {
   // Appended piece by piece: g++ 12 at -O3 warns (-Wrestrict, a false positive) on the
   // `"literal" + std::string&&` chain this used to be, which breaks the Release build.
-  std::string out = transport == Transport::unix_socket ? "unix://" : "redis://";
+  std::string out = transport == Transport::unix_socket ? "unix://"
+                    : transport == Transport::cluster   ? "redis-cluster://"
+                                                        : "redis://";
   if (!user.empty()) {
     out += user;
     out += has_password ? ":***@" : "@";

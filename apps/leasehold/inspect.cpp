@@ -143,19 +143,50 @@ int status(const Globals& globals, const std::vector<std::string>& names, bool j
   }
 }
 
+// Every key matching `pattern`, by SCAN (never KEYS: a large keyspace is walked in steps
+// without blocking the server). A cluster's keys are spread over its masters: each is scanned.
+std::vector<std::string> scan_keys(Client& redis, const std::string& pattern) {
+  std::vector<std::string> keys;
+  auto scan = [&](Client& node) {
+    std::string cursor = "0";
+    do {
+      const Reply page = node.process(Command{"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+      cursor = page.elements[0].str;
+      for (const Reply& key : page.elements[1].elements)
+        keys.push_back(key.str);
+    } while (cursor != "0");
+  };
+  if (redis.url().transport != RedisUrl::Transport::cluster) {
+    scan(redis);
+    return keys;
+  }
+  // CLUSTER SLOTS: [[first, last, [host, port, id], replicas...], ...]
+  std::vector<RedisUrl::Endpoint> masters;
+  for (const Reply& range : redis.process(Command{"CLUSTER", "SLOTS"}).elements) {
+    const Reply& master = range.elements.at(2);
+    RedisUrl::Endpoint endpoint{master.elements.at(0).str,
+                                static_cast<std::uint16_t>(master.elements.at(1).integer)};
+    if (endpoint.host.empty())
+      endpoint.host = redis.url().host;
+    if (std::find(masters.begin(), masters.end(), endpoint) == masters.end())
+      masters.push_back(endpoint);
+  }
+  for (const RedisUrl::Endpoint& endpoint : masters) {
+    Client node(redis.url().node(endpoint), redis.options());
+    scan(node);
+  }
+  return keys;
+}
+
 int list(const Globals& globals, const std::string& pattern, bool json) {
   Client redis = connect_or_exit(globals);
   try {
-    // SCAN, never KEYS: a large keyspace is walked in steps without blocking the server.
     const std::string run_prefix = globals.prefix + ":RwLock:{run:";
     const std::string cron_prefix = globals.prefix + ":Lock:cron:";
     std::vector<std::string> names;
-    std::string cursor = "0";
-    do {
-      const Reply page =
-          redis.process(Command{"SCAN", cursor, "MATCH", globals.prefix + ":*", "COUNT", "1000"});
-      cursor = page.elements[0].str;
-      for (const Reply& key : page.elements[1].elements) {
+    for (const std::string& found : scan_keys(redis, globals.prefix + ":*")) {
+      const Reply key = Reply::make_string(found);
+      {
         std::string name;
         if (key.str.starts_with(run_prefix) && key.str.size() > run_prefix.size() + 3) {
           const std::string escaped =
@@ -182,7 +213,7 @@ int list(const Globals& globals, const std::string& pattern, bool json) {
         if (std::find(names.begin(), names.end(), name) == names.end())
           names.push_back(name);
       }
-    } while (cursor != "0");
+    }
     std::sort(names.begin(), names.end());
     if (names.empty() && !json) {
       std::cout << "no leases under '" << globals.prefix << "'\n";

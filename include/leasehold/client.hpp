@@ -48,6 +48,9 @@ struct ClientOptions {
   std::chrono::milliseconds reconnect_delay_max{2000};
   // CLIENT SETNAME after connecting (visible in CLIENT LIST); empty: none.
   std::string client_name = "leasehold";
+  // Redis Cluster (redis-cluster:// URLs): how often the slot map is read again, besides after a
+  // MOVED reply, a CLUSTERDOWN or a lost connection.
+  std::chrono::milliseconds cluster_refresh_interval{5000};
 };
 
 namespace detail {
@@ -56,7 +59,7 @@ namespace detail {
 // reply per request.
 using OperationCompletion = UniqueFunction<void(std::error_code, std::string, std::vector<Reply>)>;
 
-class ClientCore;
+class Transport;
 
 }  // namespace detail
 
@@ -64,6 +67,7 @@ class Client {
  public:
   // A client with its own I/O thread.
   explicit Client(std::string_view url, ClientOptions options = {});
+  explicit Client(RedisUrl url, ClientOptions options = {});
   // A client on the caller's executor, which the caller runs (async use; the sync calls work from
   // other threads while it runs).
   Client(asio::any_io_executor executor, std::string_view url, ClientOptions options = {});
@@ -194,7 +198,7 @@ class Client {
   bool running_in_io_thread() const noexcept;
 
  private:
-  using CorePtr = std::shared_ptr<detail::ClientCore>;
+  using CorePtr = std::shared_ptr<detail::Transport>;
 
   struct SyncOutcome {
     std::error_code error;
@@ -315,7 +319,7 @@ class Client {
 
   struct OwnedThread;
   std::unique_ptr<OwnedThread> owned_;  // declared first: outlives core_
-  std::shared_ptr<detail::ClientCore> core_;
+  std::shared_ptr<detail::Transport> core_;
 };
 
 }  // namespace leasehold

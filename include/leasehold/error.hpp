@@ -39,6 +39,9 @@ enum class errc {
   // Outcomes asked for as values that were not there.
   lease_lost,
   lock_busy,
+  // Redis Cluster.
+  cross_slot,      // usage: a query's keys are in different hash slots (refused before sending)
+  not_replicated,  // too few replicas acknowledged an acquire (the WAIT option); it was released
 };
 
 const std::error_category& category() noexcept;

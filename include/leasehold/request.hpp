@@ -3,6 +3,7 @@
 // connection). Requests are built by queries; the transport never inspects their arguments.
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
 #include <span>
 #include <string>
@@ -44,6 +45,22 @@ class Request {
   }
   bool is_retry_safe() const noexcept { return retry_safe_; }
 
+  // Where a Redis Cluster keeps the request's keys. Script calls know their keys; a command's
+  // builder declares them with for_key() (or without_keys()); a command that declares nothing is
+  // `unknown`, and a cluster client asks the server for its keys (COMMAND GETKEYS) before routing.
+  enum class Keys : std::uint8_t { unknown, none, one_slot, cross_slot };
+  Request&& for_key(std::string_view key) && {
+    add_key(key);
+    return std::move(*this);
+  }
+  Request&& without_keys() && {
+    if (keys_ == Keys::unknown)
+      keys_ = Keys::none;
+    return std::move(*this);
+  }
+  Keys keys() const noexcept { return keys_; }
+  std::uint16_t slot() const noexcept { return slot_; }  // when keys() == one_slot
+
   const std::string& bytes() const noexcept { return bytes_; }
   bool is_script() const noexcept { return script_ != nullptr; }
 
@@ -51,10 +68,14 @@ class Request {
   Request eval_fallback() const;
 
  private:
+  void add_key(std::string_view key) noexcept;
+
   std::string bytes_;
   const Script* script_ = nullptr;
   std::vector<std::string> script_args_;  // numkeys, keys..., args... (kept for the fallback)
   bool retry_safe_ = false;
+  Keys keys_ = Keys::unknown;
+  std::uint16_t slot_ = 0;
 };
 
 }  // namespace leasehold

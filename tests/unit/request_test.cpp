@@ -5,9 +5,11 @@
 #include <vector>
 
 #include "leasehold/error.hpp"
+#include "leasehold/lock.hpp"
 #include "leasehold/query.hpp"
 #include "leasehold/reply.hpp"
 #include "leasehold/request.hpp"
+#include "leasehold/slot.hpp"
 
 namespace leasehold {
 namespace {
@@ -229,6 +231,49 @@ TEST(Command, ValueOfAFailedResultThrowsTheCodeWithTheServersText) {
     EXPECT_NE(std::string(e.what()).find("WRONGTYPE Operation against a key"), std::string::npos)
         << e.what();
   }
+}
+
+// --- Cluster routing: the slot of a request's keys
+// ------------------------------------------------
+
+TEST(RequestKeys, ACommandDeclaresNoKeysUnlessItsBuilderDoes) {
+  EXPECT_EQ(Request::command({"GET", "k"}).keys(), Request::Keys::unknown);
+  EXPECT_EQ(Request::command({"PING"}).without_keys().keys(), Request::Keys::none);
+  const Request keyed = Request::command({"SET", "foo", "v"}).for_key("foo");
+  EXPECT_EQ(keyed.keys(), Request::Keys::one_slot);
+  EXPECT_EQ(keyed.slot(), 12182);  // CLUSTER KEYSLOT foo
+  // without_keys() after a key changes nothing.
+  EXPECT_EQ(Request::command({"GET", "foo"}).for_key("foo").without_keys().keys(),
+            Request::Keys::one_slot);
+}
+
+TEST(RequestKeys, KeysInDifferentSlotsAreCrossSlotAndAHashTagJoinsThem) {
+  EXPECT_EQ(Request::command({"MSET", "foo", "1", "bar", "2"}).for_key("foo").for_key("bar").keys(),
+            Request::Keys::cross_slot);
+  const Request tagged =
+      Request::command({"MSET", "{u1}.a", "1", "{u1}.b", "2"}).for_key("{u1}.a").for_key("{u1}.b");
+  EXPECT_EQ(tagged.keys(), Request::Keys::one_slot);
+  EXPECT_EQ(tagged.slot(), key_slot("u1"));
+}
+
+TEST(RequestKeys, AScriptKnowsItsKeysAndItsFallbackKeepsThem) {
+  const Script script("return 1");
+  const std::string_view one[] = {"foo"};
+  const std::string_view two[] = {"foo", "bar"};
+  const Request single = Request::script(script, one, {});
+  EXPECT_EQ(single.keys(), Request::Keys::one_slot);
+  EXPECT_EQ(single.slot(), 12182);
+  EXPECT_EQ(single.eval_fallback().keys(), Request::Keys::one_slot);
+  EXPECT_EQ(single.eval_fallback().slot(), 12182);
+  EXPECT_EQ(Request::script(script, two, {}).keys(), Request::Keys::cross_slot);
+  EXPECT_EQ(Request::script(script, {}, {}).keys(), Request::Keys::none);
+}
+
+TEST(RequestKeys, ALockAcquireIsRoutedByItsKey) {
+  const Lock<std::string> lock{"invoice", std::chrono::seconds(5)};
+  const auto query = lock.try_lock("INV-7");
+  EXPECT_EQ(query.request().keys(), Request::Keys::one_slot);
+  EXPECT_EQ(query.request().slot(), key_slot(lock.key("INV-7")));
 }
 
 }  // namespace

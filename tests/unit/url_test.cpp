@@ -210,6 +210,33 @@ TEST(RedisUrl, Address) {
   EXPECT_EQ(RedisUrl::parse("unix://u:p@/var/run/r.sock?db=1").address(), "/var/run/r.sock");
 }
 
+TEST(RedisUrl, ClusterSeeds) {
+  const RedisUrl url =
+      RedisUrl::parse("redis-cluster://alice:s3cret@10.0.0.1:7000,[::1]:7001,cache-3");
+  EXPECT_EQ(url.transport, RedisUrl::Transport::cluster);
+  ASSERT_EQ(url.seeds.size(), 3u);
+  EXPECT_EQ(url.seeds[0], (RedisUrl::Endpoint{"10.0.0.1", 7000}));
+  EXPECT_EQ(url.seeds[1], (RedisUrl::Endpoint{"::1", 7001}));
+  EXPECT_EQ(url.seeds[2], (RedisUrl::Endpoint{"cache-3", 6379}));
+  EXPECT_EQ(url.host, "10.0.0.1");
+  EXPECT_EQ(url.port, 7000);
+  EXPECT_EQ(url.user, "alice");
+  EXPECT_EQ(url.password, "s3cret");
+  EXPECT_EQ(url.address(), "10.0.0.1:7000,[::1]:7001,cache-3:6379");
+  EXPECT_EQ(url.to_string(), "redis-cluster://alice:***@10.0.0.1:7000,[::1]:7001,cache-3:6379");
+  EXPECT_EQ(RedisUrl::parse("redis-cluster://h:7000/0").seeds.size(), 1u);
+}
+
+TEST(RedisUrl, AClusterNodeKeepsTheCredentials) {
+  const RedisUrl url = RedisUrl::parse("redis-cluster://alice:s3cret@h1:7000,h2:7001");
+  const RedisUrl node = url.node({"10.1.2.3", 7005});
+  EXPECT_EQ(node.transport, RedisUrl::Transport::tcp);
+  EXPECT_EQ(node.address(), "10.1.2.3:7005");
+  EXPECT_EQ(node.user, "alice");
+  EXPECT_EQ(node.password, "s3cret");
+  EXPECT_TRUE(node.seeds.empty());
+}
+
 TEST(MaskPassword, ReplacesThePasswordOnly) {
   EXPECT_EQ(mask_password("redis://alice:s3cret@host:1/2"), "redis://alice:***@host:1/2");
   EXPECT_EQ(mask_password("redis://s3cret@host"), "redis://***@host");
@@ -252,11 +279,16 @@ constexpr const char* kSecret = "Hunter2Secret";
 
 const Malformed kMalformed[] = {
     {"", "empty"},
-    {"http://alice:Hunter2Secret@host", "must start with redis:// or unix://"},
-    {"REDIS://host", "must start with redis:// or unix://"},
-    {"host:6379", "must start with redis:// or unix://"},
+    {"http://alice:Hunter2Secret@host", "must start with redis://, unix:// or redis-cluster://"},
+    {"REDIS://host", "must start with redis://, unix:// or redis-cluster://"},
+    {"host:6379", "must start with redis://, unix:// or redis-cluster://"},
     {"rediss://alice:Hunter2Secret@host:6380", "not supported"},
     {"redis://", "host is missing"},
+    {"redis-cluster://", "host is missing"},
+    {"redis-cluster://alice:Hunter2Secret@h:7000,", "host is missing"},
+    {"redis-cluster://alice:Hunter2Secret@h:7000,h:0", "port must be a number"},
+    {"redis-cluster://alice:Hunter2Secret@h:7000/2", "only database 0"},
+    {"redis-cluster://alice:Hunter2Secret@h:7000?db=0", "no query string"},
     {"redis://alice:Hunter2Secret@", "host is missing"},
     {"redis://alice:Hunter2Secret@:6379", "host is missing"},
     {"redis://Hunter2Secret@/2", "host is missing"},

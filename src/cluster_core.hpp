@@ -1,0 +1,106 @@
+// A Redis Cluster as one transport: one pipelined connection (a ClientCore) per master, every
+// call routed by the hash slot of its keys.
+//
+// All state, and every node's connection, lives on one strand, so routing needs no locks and a
+// node's replies reach the router without a hop. The slot map comes from CLUSTER SLOTS, asked of
+// every known master (and of the seeds when none answers) at start, after MOVED, CLUSTERDOWN or a
+// lost connection, and every cluster_refresh_interval. A master that no longer serves slots is
+// retired: the calls it never sent (and retry-safe ones in flight) are routed again.
+//
+// Redirections: MOVED updates the slot's owner and sends the request there; ASK sends ASKING and
+// the request to the target, once; TRYAGAIN and CLUSTERDOWN are retried after a short delay until
+// the call's deadline. None of them ran the command, so sending again is always safe.
+#pragma once
+
+#include <asio/steady_timer.hpp>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "client_core.hpp"
+#include "transport.hpp"
+
+namespace leasehold::detail {
+
+class ClusterCore final : public Transport, public std::enable_shared_from_this<ClusterCore> {
+ public:
+  ClusterCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options);
+
+  void start();
+
+  void submit(std::unique_ptr<Operation> operation) override;
+  void when_connected(UniqueFunction<void(std::error_code, std::string)> callback) override;
+  void close() override;
+
+  const RedisUrl& url() const noexcept override { return url_; }
+  const ClientOptions& options() const noexcept override { return options_; }
+  const asio::strand<asio::any_io_executor>& strand() const noexcept override { return strand_; }
+
+ private:
+  struct Node {
+    RedisUrl::Endpoint endpoint;
+    std::shared_ptr<ClientCore> core;
+  };
+  struct Call;
+  using CallPtr = std::shared_ptr<Call>;
+  struct Failure {
+    std::error_code error;
+    std::string detail;
+  };
+
+  void accept(std::unique_ptr<Operation> operation);
+  void resolve_unknown_keys(const CallPtr& call);
+  void route(const CallPtr& call, std::vector<std::size_t> indices);
+  void send(const CallPtr& call, Node& node, std::vector<std::size_t> indices, bool asking);
+  void on_replies(const CallPtr& call, const std::string& address, std::vector<std::size_t> indices,
+                  bool asking, std::error_code ec, std::string detail, std::vector<Reply> replies);
+  void park(const CallPtr& call, std::vector<std::size_t> indices);
+  void retry_later(const CallPtr& call, std::size_t index, std::chrono::milliseconds delay);
+  void fail(const CallPtr& call, std::error_code ec, std::string detail);
+  void finish_if_done(const CallPtr& call);
+
+  Node& node_at(const RedisUrl::Endpoint& endpoint);
+  Node* any_master();
+  void refresh_soon();
+  void refresh();
+  void on_slots(std::uint64_t generation, const RedisUrl::Endpoint& asked, std::error_code ec,
+                std::string detail, std::vector<Reply> replies);
+  bool apply_slots(const RedisUrl::Endpoint& asked, const Reply& slots);
+  void refresh_failed(Failure failure);
+  void route_parked();
+  void expire_parked();
+  void arm_parked_timer();
+  void notify_connect_waiters(const Failure& failure);
+  void fail_everything(const Failure& failure);
+  asio::awaitable<void> refresh_loop();
+
+  const RedisUrl url_;
+  const ClientOptions options_;
+  asio::strand<asio::any_io_executor> strand_;
+
+  std::map<std::string, Node> nodes_;  // by address; masters, and seeds being asked
+  std::vector<Node*> slot_owner_;      // 16384 entries; nullptr: not known
+  std::vector<std::string> masters_;   // addresses, for keyless calls (round robin)
+  std::size_t next_master_ = 0;
+  // Calls, or the requests of calls (indices), that wait for a node to serve their slot; a call
+  // whose keys are not known yet waits with no indices.
+  std::vector<std::pair<CallPtr, std::vector<std::size_t>>> parked_;
+  asio::steady_timer parked_timer_;
+  asio::steady_timer refresh_timer_;       // the periodic refresh
+  asio::steady_timer refresh_soon_timer_;  // coalesces refreshes asked for by errors
+
+  std::uint64_t refresh_generation_ = 0;
+  std::size_t refresh_pending_ = 0;  // CLUSTER SLOTS calls of this generation still out
+  bool refreshing_ = false;
+  bool refresh_again_ = false;
+  bool refresh_scheduled_ = false;
+  bool has_slot_map_ = false;
+  Failure last_refresh_failure_;
+  std::vector<UniqueFunction<void(std::error_code, std::string)>> connect_waiters_;
+  bool closed_ = false;
+  Failure fatal_;
+};
+
+}  // namespace leasehold::detail

@@ -1,0 +1,60 @@
+// A private Redis Cluster for one test suite: N masters with R replicas each, every node a
+// RedisServer (temp dir, free loopback port, never 6379) started with --cluster-enabled yes, the
+// cluster created by `redis-cli --cluster create ... --cluster-yes`, and ready when every node
+// says cluster_state:ok and every replica is in sync. Stopped by the destructor.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "redis_server.hpp"
+
+namespace leasehold::testing {
+
+class RedisCluster {
+ public:
+  struct Options {
+    int masters = 3;
+    int replicas_per_master = 1;
+    // How long a node may be unreachable before it is failed over (cluster-node-timeout).
+    std::chrono::milliseconds node_timeout{1000};
+    std::vector<std::string> extra_args;
+  };
+
+  RedisCluster();
+  explicit RedisCluster(Options options);
+  ~RedisCluster();
+  RedisCluster(const RedisCluster&) = delete;
+  RedisCluster& operator=(const RedisCluster&) = delete;
+
+  const Options& options() const { return options_; }
+  // redis-cluster://127.0.0.1:<port of node 0>,127.0.0.1:<port of node 1>
+  std::string url() const;
+  std::size_t size() const { return nodes_.size(); }
+  RedisServer& node(std::size_t index) { return *nodes_[index]; }
+
+  // The index of the node that a live node's CLUSTER SLOTS says serves `slot`, or -1.
+  int master_of(std::uint16_t slot) const;
+  // The indices of the live nodes that are masters with slots, by a live node's CLUSTER SLOTS.
+  std::vector<int> masters() const;
+  int index_of_port(int port) const;
+  // Polls until every live node reports cluster_state:ok and the same slot map; throws on timeout.
+  void wait_ok(std::chrono::milliseconds timeout = std::chrono::seconds(30)) const;
+  // Moves `slot` with its keys from its master to the master `to` (CLUSTER SETSLOT IMPORTING /
+  // MIGRATING, MIGRATE of its keys in batches, SETSLOT NODE everywhere) as redis-cli does.
+  void move_slot(std::uint16_t slot, int to) const;
+  // A command through the node's own admin channel.
+  Reply command(std::size_t index, const std::vector<std::string>& args) const;
+
+ private:
+  Reply slots_of_a_live_node() const;
+  std::string node_id(std::size_t index) const;
+
+  Options options_;
+  std::vector<std::unique_ptr<RedisServer>> nodes_;
+};
+
+}  // namespace leasehold::testing
