@@ -22,6 +22,14 @@ ClientOptions validated(ClientOptions options) {
       options.reconnect_delay_max < options.reconnect_delay_min)
     throw Error(make_error_code(errc::invalid_argument),
                 "the reconnect delays must be positive, with min <= max");
+  if (options.replica_acks < 0)
+    throw Error(make_error_code(errc::invalid_argument),
+                "replica_acks must be 0 (off) or the number of replicas to wait for");
+  if (options.replica_acks > 0 && (options.replica_ack_timeout <= milliseconds::zero() ||
+                                   options.replica_ack_timeout >= options.command_timeout))
+    throw Error(make_error_code(errc::invalid_argument),
+                "the replica acknowledgement timeout must be positive and shorter than the "
+                "command timeout");
   if (options.cluster_refresh_interval <= milliseconds::zero())
     throw Error(make_error_code(errc::invalid_argument),
                 "the cluster refresh interval must be positive");

@@ -486,7 +486,7 @@ void ClientCore::finish(std::unique_ptr<Operation> operation) {
     if (operation->requests[i].is_script() && starts_with_noscript(operation->replies[i]))
       missing.push_back(i);
   if (missing.empty()) {
-    operation->complete({}, {}, std::move(operation->replies));
+    complete_after_replicas(std::move(operation));
     return;
   }
   auto retry = std::make_unique<Operation>();
@@ -501,7 +501,8 @@ void ClientCore::finish(std::unique_ptr<Operation> operation) {
     positions.push_back(retry->requests.size());
     retry->requests.push_back(operation->requests[i].eval_fallback());
   }
-  retry->complete = [original = std::move(operation), missing = std::move(missing),
+  retry->complete = [self = shared_from_this(), original = std::move(operation),
+                     missing = std::move(missing),
                      positions = std::move(positions)](std::error_code ec, std::string detail,
                                                        std::vector<Reply> replies) mutable {
     if (ec) {
@@ -510,10 +511,54 @@ void ClientCore::finish(std::unique_ptr<Operation> operation) {
     }
     for (std::size_t k = 0; k < missing.size(); ++k)
       original->replies[missing[k]] = std::move(replies[positions[k]]);
-    original->complete({}, {}, std::move(original->replies));
+    self->complete_after_replicas(std::move(original));
   };
   // Its deadline is older than any queued operation's: the front keeps deadlines in order.
   enqueue(std::move(retry), true);
+}
+
+// ClientOptions::replica_acks: a lease granted by this connection counts once enough replicas
+// acknowledged it. WAIT covers every write sent before it on the connection, so it may follow
+// the grant's reply rather than the grant itself.
+void ClientCore::complete_after_replicas(std::unique_ptr<Operation> operation) {
+  std::vector<std::size_t> grants;
+  if (options_.replica_acks > 0) {
+    for (std::size_t i = 0; i < operation->requests.size(); ++i)
+      if (operation->requests[i].is_lease_grant() && !operation->replies[i].is_error())
+        grants.push_back(i);
+  }
+  if (grants.empty() || closed_) {
+    operation->complete({}, {}, std::move(operation->replies));
+    return;
+  }
+  auto wait = std::make_unique<Operation>();
+  wait->deadline = Clock::now() + options_.command_timeout;
+  wait->requests.push_back(Request::command({"WAIT", std::to_string(options_.replica_acks),
+                                             std::to_string(options_.replica_ack_timeout.count())})
+                               .without_keys()
+                               .retry_safe());
+  wait->complete = [original = std::move(operation), grants = std::move(grants),
+                    wanted = options_.replica_acks, timeout = options_.replica_ack_timeout](
+                       std::error_code ec, std::string detail, std::vector<Reply> replies) mutable {
+    if (ec) {
+      // Unknown: the grant happened, its replication is not known.
+      original->complete(ec, std::move(detail), {});
+      return;
+    }
+    const Reply& acks = replies.front();
+    if (acks.type != Reply::Type::integer || acks.integer < wanted) {
+      const std::string why = acks.type == Reply::Type::integer
+                                  ? "NOTREPLICATED only " + std::to_string(acks.integer) + " of " +
+                                        std::to_string(wanted) +
+                                        " replicas acknowledged the lease within " +
+                                        std::to_string(timeout.count()) + " ms"
+                                  : "NOTREPLICATED WAIT failed: " + acks.str;
+      for (std::size_t i : grants)
+        original->replies[i] = Reply::make_error(why);
+    }
+    original->complete({}, {}, std::move(original->replies));
+  };
+  enqueue(std::move(wait), false);
 }
 
 asio::awaitable<void> ClientCore::expire_loop() {

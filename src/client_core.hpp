@@ -62,6 +62,7 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   void enqueue(std::unique_ptr<Operation> operation, bool at_front);
   void deliver(Reply reply);
   void finish(std::unique_ptr<Operation> operation);
+  void complete_after_replicas(std::unique_ptr<Operation> operation);
   void expire_due(Clock::time_point now);
   void rearm_expiry();
   void fail_in_flight(const Failure& failure);

@@ -23,7 +23,9 @@ const Script& lock_extend_script() {
   return script;
 }
 
-Request lease_request(const LeaseState& state, bool extend) {
+namespace {
+
+Request lease_script_request(const LeaseState& state, bool extend) {
   const std::string ttl = std::to_string(state.ttl.count());
   const std::string_view args[] = {state.id_hex, ttl};
   const std::span<const std::string_view> id_only(args, 1);
@@ -40,6 +42,12 @@ Request lease_request(const LeaseState& state, bool extend) {
   }
   return extend ? Request::script(rw_read_extend_script(), keys, id_and_ttl)
                 : Request::script(rw_read_release_script(), keys, id_only);
+}
+
+}  // namespace
+
+Request lease_request(const LeaseState& state, bool extend) {
+  return lease_script_request(state, extend).grants_lease(extend);
 }
 
 }  // namespace leasehold::detail

@@ -22,6 +22,8 @@ std::error_code classify_error_reply(std::string_view message) noexcept {
     return errc::read_only_replica;
   if (prefix == "WRONGPASS" || prefix == "NOAUTH")
     return errc::auth_failed;
+  if (prefix == "NOTREPLICATED")  // leasehold's own, for ClientOptions::replica_acks
+    return errc::not_replicated;
   // Errors raised inside a script carry the original error after the script's location, e.g.
   // "ERR Error running script ...: @user_script:1: WRONGTYPE Operation against a key ...".
   if (message.find("WRONGTYPE") != std::string_view::npos)

@@ -75,6 +75,7 @@ Request Request::eval_fallback() const {
     return *this;
   Request request = make_script_call("EVAL", script_->body(), script_args_);
   request.retry_safe_ = retry_safe_;
+  request.grants_lease_ = grants_lease_;
   request.keys_ = keys_;
   request.slot_ = slot_;
   return request;

@@ -51,6 +51,12 @@ struct ClientOptions {
   // Redis Cluster (redis-cluster:// URLs): how often the slot map is read again, besides after a
   // MOVED reply, a CLUSTERDOWN or a lost connection.
   std::chrono::milliseconds cluster_refresh_interval{5000};
+  // Replica acknowledgement (off: 0). After each acquire or extend, the client sends
+  // WAIT replica_acks replica_ack_timeout on the same connection; fewer acknowledgements make the
+  // call fail with errc::not_replicated (and an acquire is released). Replication stays
+  // asynchronous: this narrows, not closes, the window in which a failover loses a lease.
+  int replica_acks = 0;
+  std::chrono::milliseconds replica_ack_timeout{100};
 };
 
 namespace detail {
@@ -230,7 +236,8 @@ class Client {
   template <Query Q>
   static void clean_up_unknown_outcome(const CorePtr& core, const Q& query, std::error_code ec) {
     if constexpr (HasUnknownOutcomeCleanup<Q>) {
-      if (!outcome_unknown(ec))
+      // An acquire that replicas did not acknowledge is released like an unknown one.
+      if (!outcome_unknown(ec) && ec != errc::not_replicated)
         return;
       if (std::optional<Request> cleanup = query.on_unknown_outcome()) {
         std::vector<Request> requests;

@@ -233,7 +233,10 @@ class TryLock {
   Request request() const {
     const std::string id = id_.hex();
     const std::string ttl = std::to_string(ttl_.count());
-    return Request::command({"SET", key_, id, "NX", "PX", ttl, "GET"}).for_key(key_).retry_safe();
+    return Request::command({"SET", key_, id, "NX", "PX", ttl, "GET"})
+        .for_key(key_)
+        .retry_safe()
+        .grants_lease();
   }
 
   Result<result_type> parse(Reply reply, const Timing& timing) const {

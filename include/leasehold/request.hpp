@@ -45,6 +45,14 @@ class Request {
   }
   bool is_retry_safe() const noexcept { return retry_safe_; }
 
+  // A request that grants time on a lease (an acquire, an extend). With
+  // ClientOptions::replica_acks, the client has replicas acknowledge it (WAIT) before it counts.
+  Request&& grants_lease(bool grants = true) && {
+    grants_lease_ = grants;
+    return std::move(*this);
+  }
+  bool is_lease_grant() const noexcept { return grants_lease_; }
+
   // Where a Redis Cluster keeps the request's keys. Script calls know their keys; a command's
   // builder declares them with for_key() (or without_keys()); a command that declares nothing is
   // `unknown`, and a cluster client asks the server for its keys (COMMAND GETKEYS) before routing.
@@ -74,6 +82,7 @@ class Request {
   const Script* script_ = nullptr;
   std::vector<std::string> script_args_;  // numkeys, keys..., args... (kept for the fallback)
   bool retry_safe_ = false;
+  bool grants_lease_ = false;
   Keys keys_ = Keys::unknown;
   std::uint16_t slot_ = 0;
 };

@@ -159,7 +159,7 @@ class RwAcquire {
     const std::string_view with_intent[] = {id, ttl, intent_ttl};
     const std::span<const std::string_view> args(with_intent, intent_ttl.empty() ? 2 : 3);
     // Retry-safe: a rerun with the same id answers 1 again (and keeps one lease).
-    return Request::script(script, keys, args).retry_safe();
+    return Request::script(script, keys, args).retry_safe().grants_lease();
   }
 
  private:
