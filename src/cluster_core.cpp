@@ -8,6 +8,7 @@
 #include <asio/use_awaitable.hpp>
 #include <charconv>
 
+#include "cluster_protocol.hpp"
 #include "leasehold/slot.hpp"
 
 namespace leasehold::detail {
@@ -23,67 +24,6 @@ constexpr std::chrono::milliseconds kClusterDownDelay{100};
 bool starts_with_word(const Reply& reply, std::string_view word) {
   return reply.is_error() && reply.str.starts_with(word) &&
          (reply.str.size() == word.size() || reply.str[word.size()] == ' ');
-}
-
-// "MOVED 3999 127.0.0.1:6381" (or ASK): the slot and where it is now. An empty host means the
-// host of the node that answered.
-bool parse_redirection(std::string_view message, std::uint16_t& slot, RedisUrl::Endpoint& endpoint,
-                       const std::string& replying_host) {
-  const auto first = message.find(' ');
-  const auto second = message.find(' ', first + 1);
-  if (first == std::string_view::npos || second == std::string_view::npos)
-    return false;
-  const std::string_view slot_text = message.substr(first + 1, second - first - 1);
-  const std::string_view address = message.substr(second + 1);
-  const auto colon = address.rfind(':');
-  if (colon == std::string_view::npos)
-    return false;
-  unsigned slot_value = 0;
-  unsigned port = 0;
-  const std::string_view port_text = address.substr(colon + 1);
-  if (std::from_chars(slot_text.data(), slot_text.data() + slot_text.size(), slot_value).ec !=
-          std::errc{} ||
-      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port).ec !=
-          std::errc{} ||
-      slot_value >= kClusterSlots || port == 0 || port > 65535)
-    return false;
-  std::string_view host = address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  slot = static_cast<std::uint16_t>(slot_value);
-  endpoint.host = host.empty() ? replying_host : std::string(host);
-  endpoint.port = static_cast<std::uint16_t>(port);
-  return true;
-}
-
-// The arguments of a request from its RESP bytes (an array of bulk strings, as
-// redisFormatCommandArgv writes it).
-std::vector<std::string_view> command_arguments(const std::string& bytes) {
-  std::vector<std::string_view> args;
-  std::string_view rest(bytes);
-  auto read_line = [&rest](std::string_view& line) {
-    const auto end = rest.find("\r\n");
-    if (end == std::string_view::npos)
-      return false;
-    line = rest.substr(0, end);
-    rest.remove_prefix(end + 2);
-    return true;
-  };
-  std::string_view line;
-  std::size_t count = 0;
-  if (!read_line(line) || line.empty() || line.front() != '*' ||
-      std::from_chars(line.data() + 1, line.data() + line.size(), count).ec != std::errc{})
-    return {};
-  for (std::size_t i = 0; i < count; ++i) {
-    std::size_t length = 0;
-    if (!read_line(line) || line.empty() || line.front() != '$' ||
-        std::from_chars(line.data() + 1, line.data() + line.size(), length).ec != std::errc{} ||
-        rest.size() < length + 2)
-      return {};
-    args.push_back(rest.substr(0, length));
-    rest.remove_prefix(length + 2);
-  }
-  return args;
 }
 
 bool is_connection_failure(std::error_code ec) {
@@ -499,32 +439,16 @@ void ClusterCore::on_slots(std::uint64_t generation, const RedisUrl::Endpoint& a
 }
 
 bool ClusterCore::apply_slots(const RedisUrl::Endpoint& asked, const Reply& slots) {
-  if (slots.type != Reply::Type::array || slots.elements.empty())
+  std::vector<SlotRange> ranges;
+  if (!parse_slot_map(slots, asked.host, ranges))
     return false;
   std::vector<Node*> owner(kClusterSlots, nullptr);
   std::vector<std::string> masters;
-  for (const Reply& range : slots.elements) {
-    if (range.type != Reply::Type::array || range.elements.size() < 3 ||
-        range.elements[2].type != Reply::Type::array || range.elements[2].elements.size() < 2)
-      return false;
-    const std::int64_t first = range.elements[0].integer;
-    const std::int64_t last = range.elements[1].integer;
-    const Reply& master = range.elements[2];
-    if (first < 0 || last >= kClusterSlots || first > last)
-      return false;
-    RedisUrl::Endpoint endpoint;
-    endpoint.host = master.elements[0].str;
-    // An empty or '?' host: the node does not know its own address; it is the one we asked.
-    if (endpoint.host.empty() || endpoint.host == "?")
-      endpoint.host = asked.host;
-    const std::int64_t port = master.elements[1].integer;
-    if (port <= 0 || port > 65535)
-      return false;
-    endpoint.port = static_cast<std::uint16_t>(port);
-    Node& node = node_at(endpoint);
-    for (std::int64_t s = first; s <= last; ++s)
-      owner[static_cast<std::size_t>(s)] = &node;
-    const std::string address = endpoint.address();
+  for (const SlotRange& range : ranges) {
+    Node& node = node_at(range.master);
+    for (std::size_t slot = range.first; slot <= range.last; ++slot)
+      owner[slot] = &node;
+    const std::string address = range.master.address();
     if (std::find(masters.begin(), masters.end(), address) == masters.end())
       masters.push_back(address);
   }

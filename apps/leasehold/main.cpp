@@ -41,8 +41,9 @@ int main(int argc, char** argv) {
   else
     globals.redis_url = "redis://127.0.0.1:6379";
   app.add_option("--redis", globals.redis_url,
-                 "Redis URL: redis://[user[:password]@]host[:port][/db] or unix:///path[?db=N] "
-                 "(default: $LEASEHOLD_REDIS_URL, then redis://127.0.0.1:6379)");
+                 "Redis URL: redis://[user[:password]@]host[:port][/db], unix:///path[?db=N] or "
+                 "redis-cluster://[user[:password]@]host:port[,host:port...] (default: "
+                 "$LEASEHOLD_REDIS_URL, then redis://127.0.0.1:6379)");
   app.add_option("--prefix", globals.prefix, "key prefix of every lease (default: leasehold)");
   app.add_flag("-v,--verbose", globals.verbose, "say what happens: waiting, holders, leases");
   app.add_flag("-q,--quiet", globals.quiet, "say nothing but errors");

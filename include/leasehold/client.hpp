@@ -12,6 +12,9 @@
 // dropped connection it reconnects with backoff; calls in flight then fail with
 // errc::connection_lost unless their request is retry-safe, and calls made while it reconnects wait
 // up to the command timeout. A refused AUTH or SELECT is fatal: every call fails with it.
+//
+// A redis-cluster:// URL makes it a Redis Cluster client with the same API: one such connection
+// per master, each call routed by the hash slot of its keys (docs/cluster.md).
 #pragma once
 
 #include <asio/any_io_executor.hpp>
