@@ -432,5 +432,60 @@ TEST(LockAcl, AUserLimitedToThePrefixAndTheNeededCommandsCanUseLocks) {
   }
 }
 
+TEST(LockAcl, AUserWithoutScriptRightsGetsAnErrorNamingThePermission) {
+  RedisServer server;
+  server.command({"ACL", "SETUSER", "noscripts", "on", ">pw", "resetkeys", "~leasehold:*",
+                  "resetchannels", "-@all", "+set", "+get", "+del", "+pexpire", "+ping",
+                  "+client|setname"});
+  Client redis("unix://noscripts:pw@" + server.socket_path());
+  const Lock<std::string> locks("acl", 30s);
+  auto token = redis.process(locks.try_lock("n"));  // SET NX needs no script
+  ASSERT_TRUE(token);
+  for (bool extend : {true, false}) {
+    try {
+      if (extend)
+        redis.process(token->extend());
+      else
+        redis.process(token->release());
+      FAIL() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), errc::no_permission);
+      EXPECT_NE(std::string(e.what()).find("evalsha"), std::string::npos) << e.what();
+    }
+  }
+  // The lease is still there, still held, and runs out at its TTL: nothing is left without one.
+  EXPECT_EQ(server.command({"GET", locks.key("n")}).str, token->id().hex());
+  EXPECT_GT(server.command({"PTTL", locks.key("n")}).integer, 0);
+}
+
+TEST(LockOutOfMemory, AcquireFailsClearlyAndLeavesNoKey) {
+  RedisServer server(
+      RedisServer::Options{{"--maxmemory", "2mb", "--maxmemory-policy", "noeviction"}});
+  // Fill the server past its limit: a write that crosses it succeeds, the next is refused, so
+  // smaller and smaller values until even a small one was refused.
+  int fillers = 0;
+  for (std::size_t size : {64 * 1024, 1024, 16}) {
+    const std::string filler(size, 'x');
+    while (fillers < 10000 &&
+           !server.command({"SET", "filler:" + std::to_string(++fillers), filler}).is_error()) {
+    }
+  }
+  Client redis(server.unix_url());
+  const Lock<std::string> locks("oom", 30s);
+  try {
+    redis.process(locks.try_lock("n"));
+    FAIL() << "an acquire succeeded on a full server";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), errc::out_of_memory);
+    EXPECT_NE(std::string(e.what()).find("maxmemory"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(server.command({"EXISTS", locks.key("n")}).integer, 0);
+  // Freed memory: locks work again.
+  server.command({"FLUSHALL"});
+  auto token = redis.process(locks.try_lock("n"));
+  ASSERT_TRUE(token);
+  EXPECT_TRUE(redis.process(token->release()));
+}
+
 }  // namespace
 }  // namespace leasehold
