@@ -23,6 +23,19 @@ const Script& lock_extend_script() {
   return script;
 }
 
+// KEYS[1] lock key, KEYS[2] fence counter, ARGV[1] lease id, ARGV[2] ttl in ms -> the fencing
+// number (>= 1) if this id holds the lock now (taken now, or already: a retry), 0 if another id
+// holds it. The counter never expires; it grows by one per grant.
+const Script& lock_try_fenced_script() {
+  static const Script script(
+      "local holder = redis.call('GET', KEYS[1])\n"
+      "if holder == ARGV[1] then return tonumber(redis.call('GET', KEYS[2]) or '0') end\n"
+      "if holder then return 0 end\n"
+      "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+      "return redis.call('INCR', KEYS[2])\n");
+  return script;
+}
+
 namespace {
 
 Request lease_script_request(const LeaseState& state, bool extend) {

@@ -41,17 +41,23 @@ const Script& rw_try_read_script() {
   return script;
 }
 
-// try_write: KEYS w, r, intent; ARGV id, ttl ms, intent ttl ms (0: no writer preference) -> 1
-// writer lease granted (or already held by this id: a retry), 0 refused (a writer or a live
-// reader holds the name; with preference, the intent is registered or refreshed).
+// try_write: KEYS w, r, intent[, fence counter]; ARGV id, ttl ms, intent ttl ms (0: no writer
+// preference) -> granted (or already held by this id: a retry): 1, or with a fence counter the
+// writer's fencing number (>= 1; the counter grows by one per grant and never expires); 0
+// refused (a writer or a live reader holds the name; with preference, the intent is registered
+// or refreshed).
 const Script& rw_try_write_script() {
   static const Script script(
       with_prelude(3,
                    "local holder = redis.call('GET', KEYS[1])\n"
-                   "if holder == ARGV[1] then return 1 end\n"
+                   "if holder == ARGV[1] then\n"
+                   "  if KEYS[4] then return tonumber(redis.call('GET', KEYS[4]) or '0') end\n"
+                   "  return 1\n"
+                   "end\n"
                    "if not holder and redis.call('EXISTS', KEYS[2]) == 0 then\n"
                    "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
                    "  redis.call('DEL', KEYS[3])\n"
+                   "  if KEYS[4] then return redis.call('INCR', KEYS[4]) end\n"
                    "  return 1\n"
                    "end\n"
                    "if tonumber(ARGV[3]) > 0 then\n"

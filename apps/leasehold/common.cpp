@@ -128,9 +128,11 @@ int report_spawn_failure(const std::string& program, int error) {
 }
 
 RwLock<std::string> run_lock(const Globals& globals, std::chrono::milliseconds ttl) {
-  // A waiting exclusive run registers its intent, so a stream of shared runs cannot starve it.
+  // A waiting exclusive run registers its intent, so a stream of shared runs cannot starve it;
+  // an exclusive run gets a fencing number (LEASEHOLD_FENCE).
   return RwLock<std::string>("run", ttl, globals.prefix)
-      .with_writer_preference(std::chrono::milliseconds(1000));
+      .with_writer_preference(std::chrono::milliseconds(1000))
+      .with_fencing();
 }
 
 Lock<std::string> cron_lock(const Globals& globals, std::chrono::milliseconds ttl) {

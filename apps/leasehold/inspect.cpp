@@ -188,7 +188,9 @@ int list(const Globals& globals, const std::string& pattern, bool json) {
       const Reply key = Reply::make_string(found);
       {
         std::string name;
-        if (key.str.starts_with(run_prefix) && key.str.size() > run_prefix.size() + 3) {
+        // A run's fencing counter (":f") outlives its leases: it is not a lease.
+        if (key.str.starts_with(run_prefix) && key.str.size() > run_prefix.size() + 3 &&
+            !key.str.ends_with("}:f")) {
           const std::string escaped =
               key.str.substr(run_prefix.size(), key.str.size() - run_prefix.size() - 3);
           // Undo the %-escaping of braces and '%'.
@@ -236,9 +238,13 @@ int release_force(const Globals& globals, const std::string& name) {
   try {
     const NameStatus status = read_status(globals, redis, name);
     const auto lock = run_lock(globals, milliseconds(1000));
-    const Reply removed = redis.process(Command{"DEL", lock.writer_key(name),
-                                                lock.readers_key(name), lock.intent_key(name),
-                                                cron_lock(globals, milliseconds(1000)).key(name)});
+    // Two DELs: the run's keys share a hash slot, the cron key has its own (a cluster runs a
+    // command only on keys of one slot). The run's fencing counter stays: fences only grow.
+    const Reply removed_run = redis.process(
+        Command{"DEL", lock.writer_key(name), lock.readers_key(name), lock.intent_key(name)});
+    const Reply removed_cron =
+        redis.process(Command{"DEL", cron_lock(globals, milliseconds(1000)).key(name)});
+    const long long removed = removed_run.integer + removed_cron.integer;
     std::vector<std::string> what;
     if (status.writer)
       what.push_back("the exclusive lease " + short_token(status.writer->token));
@@ -246,13 +252,13 @@ int release_force(const Globals& globals, const std::string& name) {
       what.push_back(std::to_string(status.readers.size()) + " shared lease(s)");
     if (status.cron)
       what.push_back("the cron interval lease " + short_token(status.cron->token));
-    if (removed.integer == 0) {
+    if (removed == 0) {
       std::cout << name << ": nothing to release\n";
       return 0;
     }
     std::cout << name << ": removed ";
     if (what.empty())
-      std::cout << removed.integer << " expired key(s)";
+      std::cout << removed << " expired key(s)";
     for (std::size_t i = 0; i < what.size(); ++i)
       std::cout << (i ? ", " : "") << what[i];
     std::cout << "\n";

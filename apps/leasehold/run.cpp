@@ -146,8 +146,11 @@ int run(const Globals& globals, const RunOptions& options) {
     redis.process(ReleaseLock<RwLock<std::string>>(*lease), ignored);
   };
 
-  const Child child = spawn_child(
-      options.command, {{"LEASEHOLD_NAME", options.name}, {"LEASEHOLD_TOKEN", (*lease)->id_hex}});
+  std::vector<std::pair<std::string, std::string>> environment = {
+      {"LEASEHOLD_NAME", options.name}, {"LEASEHOLD_TOKEN", (*lease)->id_hex}};
+  if ((*lease)->fence != 0)
+    environment.emplace_back("LEASEHOLD_FENCE", std::to_string((*lease)->fence));
+  const Child child = spawn_child(options.command, environment);
   if (child.pid < 0) {
     release();
     return report_spawn_failure(options.command.front(), child.spawn_error);

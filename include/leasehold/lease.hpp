@@ -91,6 +91,8 @@ struct LeaseState {
   const std::string id_hex = id.hex();
   const std::chrono::milliseconds ttl;
   std::atomic<Clock::rep> deadline_ns;
+  // The fencing number of a fenced acquire (>= 1), 0 for none. Set before the state is shared.
+  std::uint64_t fence = 0;
 };
 
 // Checks done where a TTL is given; in a constant expression a bad TTL is a compile error.

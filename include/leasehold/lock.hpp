@@ -81,8 +81,38 @@ constexpr void validate_prefix(std::string_view prefix) {
                   "a key prefix may not hold braces, spaces or control characters");
 }
 
+// Names go into a hash tag, so '{' and '}' (and '%', the escape itself) are %-escaped: the tag is
+// always the whole "{namespace:name}" and the escaping stays injective.
+inline void append_escaped(std::string& out, std::string_view name) {
+  for (char c : name) {
+    switch (c) {
+      case '%':
+        out += "%25";
+        break;
+      case '{':
+        out += "%7B";
+        break;
+      case '}':
+        out += "%7D";
+        break;
+      default:
+        out += c;
+    }
+  }
+}
+
 const Script& lock_release_script();
 const Script& lock_extend_script();
+const Script& lock_try_fenced_script();
+
+// A fenced acquire's reply: the fencing number (>= 1) if this id holds the lease, 0 if another
+// does.
+inline bool fence_of(const Reply& reply, std::uint64_t& fence) {
+  if (reply.type != Reply::Type::integer || reply.integer < 0)
+    return false;
+  fence = static_cast<std::uint64_t>(reply.integer);
+  return true;
+}
 
 // An acquire granted after its own deadline does not count as held: it is an unknown outcome,
 // and the client releases it (see Query::on_unknown_outcome) so that it is not left orphaned.
@@ -132,27 +162,58 @@ class Lock {
     detail::validate_ttl(ttl);
   }
 
+  // Opt-in fencing numbers: every acquire also increments a per-name counter in the same script
+  // and hands its value to the token (token.fence()): strictly increasing in grant order, never
+  // expiring. A fenced lock has keys of its own (docs/keys.md): a fenced and an unfenced Lock of
+  // one namespace do not exclude each other, so a namespace is either fenced or not.
+  constexpr Lock with_fencing() const {
+    Lock copy = *this;
+    copy.fencing_ = true;
+    return copy;
+  }
+
   constexpr std::string_view name_space() const noexcept { return ns_; }
   constexpr std::string_view prefix() const noexcept { return prefix_; }
   constexpr std::chrono::milliseconds ttl() const noexcept { return ttl_; }
+  constexpr bool fencing() const noexcept { return fencing_; }
 
-  // "<prefix>:Lock:<namespace>:<name>" (docs/keys.md).
+  // "<prefix>:Lock:<namespace>:<name>" (docs/keys.md); fenced:
+  // "<prefix>:Lock:{<namespace>:<escaped name>}", so that its counter shares its hash slot.
   std::string key(const N& name) const {
+    if (fencing_)
+      return tagged_key(name, "");
     std::string key;
     key.reserve(prefix_.size() + ns_.size() + 8 + 20);
     key.append(prefix_).append(":Lock:").append(ns_).append(":");
     LockName<N>::append(key, name);
     return key;
   }
+  // A fenced lock's counter: "<prefix>:Lock:{<namespace>:<escaped name>}:fence".
+  std::string fence_key(const N& name) const { return tagged_key(name, ":fence"); }
 
   // A query yielding std::optional<LockToken<Lock>>: a token if this call took the lock, nothing
   // if someone holds it. Never waits.
-  TryLock<Lock> try_lock(const N& name) const { return TryLock<Lock>(key(name), ttl_); }
+  TryLock<Lock> try_lock(const N& name) const {
+    return fencing_ ? TryLock<Lock>(key(name), ttl_, fence_key(name))
+                    : TryLock<Lock>(key(name), ttl_);
+  }
 
  private:
+  std::string tagged_key(const N& name, std::string_view suffix) const {
+    std::string raw;
+    LockName<N>::append(raw, name);
+    std::string key;
+    key.reserve(prefix_.size() + ns_.size() + raw.size() + 16);
+    key.append(prefix_).append(":Lock:{").append(ns_).append(":");
+    detail::append_escaped(key, raw);
+    key.append("}").append(suffix);
+    return key;
+  }
+
   std::string_view ns_;
   std::string_view prefix_;
   std::chrono::milliseconds ttl_;
+  bool fencing_ = false;
 };
 
 namespace detail {
@@ -180,6 +241,14 @@ class BasicToken {
   const std::string& key() const noexcept { return state_->key; }
   const LeaseId& id() const noexcept { return state_->id; }
   std::chrono::milliseconds ttl() const noexcept { return state_->ttl; }
+
+  // The fencing number of a fenced lock's acquire (strictly increasing per name in grant order),
+  // for a resource that refuses writes with a smaller one; nothing for an unfenced lock.
+  std::optional<std::uint64_t> fence() const noexcept {
+    if (state_->fence == 0)
+      return std::nullopt;
+    return state_->fence;
+  }
 
   // Until when this process may act as the holder, by its own steady clock.
   Clock::time_point deadline() const noexcept { return state_->deadline(); }
@@ -224,8 +293,12 @@ class TryLock {
   using result_type = std::optional<LockToken<L>>;
   using effect = Write<L>;
 
-  TryLock(std::string key, std::chrono::milliseconds ttl)
-      : key_(std::move(key)), ttl_(ttl), id_(LeaseId::generate()) {}
+  // With a fence key, the acquire is a script that also increments the counter (fenced locks).
+  TryLock(std::string key, std::chrono::milliseconds ttl, std::string fence_key = {})
+      : key_(std::move(key)),
+        fence_key_(std::move(fence_key)),
+        ttl_(ttl),
+        id_(LeaseId::generate()) {}
 
   const std::string& key() const noexcept { return key_; }
   const LeaseId& id() const noexcept { return id_; }
@@ -233,6 +306,13 @@ class TryLock {
   Request request() const {
     const std::string id = id_.hex();
     const std::string ttl = std::to_string(ttl_.count());
+    if (!fence_key_.empty()) {
+      const std::string_view keys[] = {key_, fence_key_};
+      const std::string_view args[] = {id, ttl};
+      return Request::script(detail::lock_try_fenced_script(), keys, args)
+          .retry_safe()
+          .grants_lease();
+    }
     return Request::command({"SET", key_, id, "NX", "PX", ttl, "GET"})
         .for_key(key_)
         .retry_safe()
@@ -242,6 +322,8 @@ class TryLock {
   Result<result_type> parse(Reply reply, const Timing& timing) const {
     if (reply.is_error())
       return error_result<result_type>(reply);
+    if (!fence_key_.empty())
+      return parse_fenced(reply, timing);
     const bool taken =
         reply.is_nil() || (reply.type == Reply::Type::string && reply.str == id_.hex());
     if (!taken) {
@@ -264,7 +346,22 @@ class TryLock {
   }
 
  private:
+  Result<result_type> parse_fenced(const Reply& reply, const Timing& timing) const {
+    std::uint64_t fence = 0;
+    if (!detail::fence_of(reply, fence))
+      return Result<result_type>(make_error_code(errc::unexpected_reply), to_string(reply));
+    if (fence == 0)
+      return result_type{};  // someone else holds it
+    const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
+    if (timing.received >= deadline)
+      return detail::granted_too_late<result_type>();
+    auto state = std::make_shared<detail::LeaseState>(key_, id_, ttl_, deadline);
+    state->fence = fence;
+    return result_type{detail::TokenAccess::make<LockToken<L>>(std::move(state))};
+  }
+
   std::string key_;
+  std::string fence_key_;
   std::chrono::milliseconds ttl_;
   LeaseId id_;
 };

@@ -28,26 +28,6 @@ namespace detail {
 const Script& rw_try_read_script();
 const Script& rw_try_write_script();
 
-// Names go into a hash tag, so '{' and '}' (and '%', the escape itself) are %-escaped: the tag is
-// always the whole "{namespace:name}" and the escaping stays injective.
-inline void append_escaped(std::string& out, std::string_view name) {
-  for (char c : name) {
-    switch (c) {
-      case '%':
-        out += "%25";
-        break;
-      case '{':
-        out += "%7B";
-        break;
-      case '}':
-        out += "%7D";
-        break;
-      default:
-        out += c;
-    }
-  }
-}
-
 }  // namespace detail
 
 template <LockNameType N>
@@ -74,6 +54,15 @@ class RwLock {
     return copy;
   }
 
+  // Opt-in fencing numbers for writers: each writer grant also increments a per-name counter
+  // (key ":f", in the name's slot, never expiring) and the writer's token.fence() gives it.
+  constexpr RwLock with_fencing() const {
+    RwLock copy = *this;
+    copy.fencing_ = true;
+    return copy;
+  }
+  constexpr bool fencing() const noexcept { return fencing_; }
+
   constexpr std::string_view name_space() const noexcept { return ns_; }
   constexpr std::string_view prefix() const noexcept { return prefix_; }
   constexpr std::chrono::milliseconds ttl() const noexcept { return ttl_; }
@@ -83,6 +72,7 @@ class RwLock {
   std::string writer_key(const N& name) const { return key(name, 'w'); }
   std::string readers_key(const N& name) const { return key(name, 'r'); }
   std::string intent_key(const N& name) const { return key(name, 'i'); }
+  std::string fence_key(const N& name) const { return key(name, 'f'); }
 
   // A query yielding std::optional<ReadToken<RwLock>>.
   TryRead<RwLock> try_read(const N& name) const {
@@ -91,7 +81,7 @@ class RwLock {
   // A query yielding std::optional<LockToken<RwLock>>.
   TryWrite<RwLock> try_write(const N& name) const {
     return TryWrite<RwLock>(writer_key(name), readers_key(name), intent_key(name), ttl_,
-                            intent_ttl_);
+                            intent_ttl_, fencing_ ? fence_key(name) : std::string());
   }
 
  private:
@@ -110,6 +100,7 @@ class RwLock {
   std::string_view prefix_;
   std::chrono::milliseconds ttl_;
   std::chrono::milliseconds intent_ttl_{0};
+  bool fencing_ = false;
 };
 
 namespace detail {
@@ -121,10 +112,11 @@ class RwAcquire {
   using result_type = std::optional<Token>;
 
   RwAcquire(std::string writer_key, std::string readers_key, std::string intent_key,
-            std::chrono::milliseconds ttl, LeaseKind kind)
+            std::chrono::milliseconds ttl, LeaseKind kind, std::string fence_key = {})
       : writer_key_(std::move(writer_key)),
         readers_key_(std::move(readers_key)),
         intent_key_(std::move(intent_key)),
+        fence_key_(std::move(fence_key)),
         ttl_(ttl),
         kind_(kind),
         id_(LeaseId::generate()) {}
@@ -136,13 +128,17 @@ class RwAcquire {
       return error_result<result_type>(reply);
     if (reply.type != Reply::Type::integer)
       return Result<result_type>(make_error_code(errc::unexpected_reply), to_string(reply));
-    if (reply.integer != 1)
+    if (reply.integer <= 0)
       return result_type{};
     const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
     if (timing.received >= deadline)
       return granted_too_late<result_type>();
-    return result_type{TokenAccess::make<Token>(
-        std::make_shared<LeaseState>(writer_key_, id_, ttl_, deadline, kind_, readers_key_))};
+    auto state =
+        std::make_shared<LeaseState>(writer_key_, id_, ttl_, deadline, kind_, readers_key_);
+    // A fenced writer's grant answers its fencing number, others 1.
+    if (!fence_key_.empty())
+      state->fence = static_cast<std::uint64_t>(reply.integer);
+    return result_type{TokenAccess::make<Token>(std::move(state))};
   }
 
   // The acquire may have run: release this id (best effort).
@@ -155,17 +151,19 @@ class RwAcquire {
   Request script_request(const Script& script, std::string_view intent_ttl) const {
     const std::string id = id_.hex();
     const std::string ttl = std::to_string(ttl_.count());
-    const std::string_view keys[] = {writer_key_, readers_key_, intent_key_};
+    const std::string_view keys[] = {writer_key_, readers_key_, intent_key_, fence_key_};
     const std::string_view with_intent[] = {id, ttl, intent_ttl};
     const std::span<const std::string_view> args(with_intent, intent_ttl.empty() ? 2 : 3);
     // Retry-safe: a rerun with the same id answers 1 again (and keeps one lease).
-    return Request::script(script, keys, args).retry_safe().grants_lease();
+    const std::span<const std::string_view> used_keys(keys, fence_key_.empty() ? 3 : 4);
+    return Request::script(script, used_keys, args).retry_safe().grants_lease();
   }
 
  private:
   std::string writer_key_;
   std::string readers_key_;
   std::string intent_key_;
+  std::string fence_key_;  // a fenced writer's counter; empty otherwise
   std::chrono::milliseconds ttl_;
   LeaseKind kind_;
   LeaseId id_;
@@ -197,9 +195,11 @@ class TryWrite : public detail::RwAcquire<LockToken<L>> {
   using effect = Write<L>;
 
   TryWrite(std::string writer_key, std::string readers_key, std::string intent_key,
-           std::chrono::milliseconds ttl, std::chrono::milliseconds intent_ttl)
+           std::chrono::milliseconds ttl, std::chrono::milliseconds intent_ttl,
+           std::string fence_key = {})
       : detail::RwAcquire<LockToken<L>>(std::move(writer_key), std::move(readers_key),
-                                        std::move(intent_key), ttl, detail::LeaseKind::write),
+                                        std::move(intent_key), ttl, detail::LeaseKind::write,
+                                        std::move(fence_key)),
         intent_ttl_(std::to_string(intent_ttl.count())) {}
 
   Request request() const {
