@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 namespace leasehold::testing {
@@ -180,6 +181,19 @@ void Recorder::record(Event event) const {
     std::abort();
 }
 
+std::vector<Event> read_history_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Only whole lines: a process killed in the middle of a write may leave a torn last line
+  // (without its '\n'), whose numbers could be cut short.
+  std::vector<Event> events;
+  std::size_t begin = 0;
+  for (std::size_t end; (end = content.find('\n', begin)) != std::string::npos; begin = end + 1)
+    if (auto event = parse_event(std::string_view(content).substr(begin, end - begin)))
+      events.push_back(std::move(*event));
+  return events;
+}
+
 std::vector<Event> read_history(const std::string& dir) {
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(dir))
@@ -188,10 +202,9 @@ std::vector<Event> read_history(const std::string& dir) {
   std::sort(files.begin(), files.end());
   std::vector<Event> events;
   for (const auto& file : files) {
-    std::ifstream in(file);
-    for (std::string line; std::getline(in, line);)
-      if (auto event = parse_event(line))
-        events.push_back(std::move(*event));
+    auto more = read_history_file(file.string());
+    events.insert(events.end(), std::make_move_iterator(more.begin()),
+                  std::make_move_iterator(more.end()));
   }
   std::stable_sort(events.begin(), events.end(),
                    [](const Event& a, const Event& b) { return a.t < b.t; });

@@ -39,7 +39,8 @@ enum class EventKind {
   cs_begin,  // a critical section starts (mode w or r)
   cs_end,    // it ends; valid: the library said the lease was valid for all of it
   loss,      // the library reported the lease lost, at `t`; detail: the cause
-  fence,     // a fenced write: value, ok (accepted), start (when it was sent), t (its answer)
+  fence,     // a fenced write: value, ok (accepted), start (when it was sent), t (its answer);
+             // detail "unknown": it failed with an error
   counter,   // a counter write: read, value (written), ok (confirmed; 0: outcome unknown)
   fault,     // a fault injected by a test: detail says which, target the process it hit
 };
@@ -98,6 +99,8 @@ class Recorder {
   std::atomic<std::uint64_t> next_lease_{0};
 };
 
+// The events of one file, in file order; a torn last line is left out.
+std::vector<Event> read_history_file(const std::string& path);
 // Every event of every "*.events" file in `dir`, ordered by time (events of one file with equal
 // times keep their file order).
 std::vector<Event> read_history(const std::string& dir);
