@@ -1,0 +1,433 @@
+#include "history_checker.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+#include <utility>
+
+namespace leasehold::testing {
+namespace {
+
+constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::min();
+
+using LeaseKey = std::pair<int, std::uint64_t>;  // (pid, lease number)
+
+// What the history proves about one lease.
+struct LeaseLife {
+  std::string name;
+  char mode = 'w';
+  std::vector<Span> pieces;         // merged, ordered; empty pieces never enter
+  std::optional<std::int64_t> cut;  // the first release call: the holder acts no more
+};
+
+std::string ms_text(std::int64_t ns) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f ms", static_cast<double>(ns) / 1e6);
+  return text;
+}
+
+std::string describe(const Party& party) {
+  std::ostringstream out;
+  out << "pid " << party.pid;
+  if (party.tid != 0)
+    out << " tid " << party.tid;
+  if (party.lease != 0)
+    out << " lease " << party.lease;
+  out << " (" << party.mode << ") [" << party.span.begin << ", " << party.span.end << ")";
+  return out.str();
+}
+
+// The furthest-reaching earlier intervals of the two owners that reach furthest, so that the
+// furthest one of any owner but a given one is at hand.
+template <class Owner>
+class Reach {
+ public:
+  void add(std::int64_t end, const Owner& owner, const Party& party) {
+    if (first_.end != kNever && owner == first_.owner) {
+      if (end > first_.end)
+        first_ = {end, owner, party};
+    } else if (second_.end != kNever && owner == second_.owner) {
+      if (end > second_.end)
+        second_ = {end, owner, party};
+      if (second_.end > first_.end)
+        std::swap(first_, second_);
+    } else if (end > first_.end) {
+      second_ = first_;
+      first_ = {end, owner, party};
+    } else if (end > second_.end) {
+      second_ = {end, owner, party};
+    }
+  }
+  // The earlier interval of another owner that reaches past `begin`, if any.
+  std::optional<Party> conflict(std::int64_t begin, const Owner& owner) const {
+    const Entry& other = (first_.end != kNever && first_.owner == owner) ? second_ : first_;
+    if (other.end != kNever && other.end > begin)
+      return other.party;
+    return std::nullopt;
+  }
+
+ private:
+  struct Entry {
+    std::int64_t end = kNever;
+    Owner owner{};
+    Party party{};
+  };
+  Entry first_;
+  Entry second_;
+};
+
+struct Interval {
+  Span span;
+  char mode = 'w';
+  Party party;
+  std::uint64_t owner = 0;
+};
+
+// Intervals of one name that overlap an earlier one of another owner, where readers may overlap
+// readers: one violation per later interval.
+std::vector<std::pair<Party, Party>> overlaps(std::vector<Interval> intervals) {
+  std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) {
+    return std::tie(a.span.begin, a.span.end) < std::tie(b.span.begin, b.span.end);
+  });
+  Reach<std::uint64_t> any;
+  Reach<std::uint64_t> writers;
+  std::vector<std::pair<Party, Party>> found;
+  for (const auto& interval : intervals) {
+    const auto earlier = interval.mode == 'r'
+                             ? writers.conflict(interval.span.begin, interval.owner)
+                             : any.conflict(interval.span.begin, interval.owner);
+    if (earlier)
+      found.emplace_back(*earlier, interval.party);
+    any.add(interval.span.end, interval.owner, interval.party);
+    if (interval.mode != 'r')
+      writers.add(interval.span.end, interval.owner, interval.party);
+  }
+  return found;
+}
+
+std::map<LeaseKey, LeaseLife> lease_lives(const std::vector<Event>& events,
+                                          std::vector<Violation>* late_grants) {
+  std::map<LeaseKey, LeaseLife> lives;
+  for (const auto& event : events) {
+    if (event.lease == 0)
+      continue;
+    const LeaseKey key{event.pid, event.lease};
+    switch (event.kind) {
+      case EventKind::acquire_ok:
+      case EventKind::extend_ok: {
+        auto& life = lives[key];
+        if (event.kind == EventKind::acquire_ok) {
+          life.name = event.name;
+          life.mode = event.mode;
+        }
+        if (event.t < event.deadline) {
+          life.pieces.push_back({event.t, event.deadline});
+        } else if (late_grants) {
+          Party party{event.pid, event.tid, event.lease, event.mode, {event.t, event.deadline}};
+          late_grants->push_back({event.name,
+                                  party,
+                                  {},
+                                  std::string(to_string(event.kind)) + " reported " +
+                                      ms_text(event.t - event.deadline) +
+                                      " after its own deadline"});
+        }
+        break;
+      }
+      case EventKind::release_call: {
+        auto& life = lives[key];
+        if (!life.cut)
+          life.cut = event.t;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  for (auto& [key, life] : lives) {
+    auto& pieces = life.pieces;
+    if (life.cut)
+      for (auto& piece : pieces)
+        piece.end = std::min(piece.end, *life.cut);
+    std::erase_if(pieces, [](const Span& span) { return span.end <= span.begin; });
+    std::sort(pieces.begin(), pieces.end(),
+              [](const Span& a, const Span& b) { return a.begin < b.begin; });
+    std::vector<Span> merged;
+    for (const auto& piece : pieces) {
+      if (!merged.empty() && piece.begin <= merged.back().end)
+        merged.back().end = std::max(merged.back().end, piece.end);
+      else
+        merged.push_back(piece);
+    }
+    pieces = std::move(merged);
+  }
+  return lives;
+}
+
+struct Section {
+  std::string name;
+  Party party;
+  bool valid = false;
+};
+
+std::vector<Section> sections_of(const std::vector<Event>& events) {
+  std::map<std::pair<int, int>, Event> open;  // by (pid, tid): its cs_begin
+  std::vector<Section> sections;
+  for (const auto& event : events) {
+    const std::pair<int, int> thread{event.pid, event.tid};
+    if (event.kind == EventKind::cs_begin) {
+      open[thread] = event;
+    } else if (event.kind == EventKind::cs_end) {
+      const auto begin = open.find(thread);
+      if (begin == open.end() || begin->second.name != event.name)
+        continue;
+      const Event& start = begin->second;
+      sections.push_back({event.name,
+                          {event.pid, event.tid, start.lease, start.mode, {start.t, event.t}},
+                          event.valid});
+      open.erase(begin);
+    }
+  }
+  return sections;
+}
+
+void check_fences(const std::vector<Event>& events, HistoryReport& report) {
+  struct Write {
+    std::int64_t sent;
+    std::int64_t answered;
+    std::int64_t value;
+    Party party;
+  };
+  std::map<std::string, std::vector<Write>> accepted;
+  for (const auto& event : events) {
+    if (event.kind != EventKind::fence)
+      continue;
+    if (!event.ok) {
+      if (event.detail != "unknown")  // the write failed with an error: no answer from the resource
+        ++report.fences_rejected;
+      continue;
+    }
+    ++report.fences_accepted;
+    const std::int64_t sent = event.start != 0 ? event.start : event.t;
+    accepted[event.name].push_back(
+        {sent, event.t, event.value, {event.pid, event.tid, event.lease, 'w', {sent, event.t}}});
+  }
+  for (auto& [name, writes] : accepted) {
+    // A write that was answered before another was sent preceded it for sure: its value must be
+    // smaller. Writes whose calls overlap may have been applied in either order.
+    auto by_answer = writes;
+    std::sort(by_answer.begin(), by_answer.end(),
+              [](const Write& a, const Write& b) { return a.answered < b.answered; });
+    std::sort(writes.begin(), writes.end(),
+              [](const Write& a, const Write& b) { return a.sent < b.sent; });
+    std::size_t done = 0;
+    const Write* highest = nullptr;
+    for (const auto& write : writes) {
+      while (done < by_answer.size() && by_answer[done].answered < write.sent) {
+        if (!highest || by_answer[done].value > highest->value)
+          highest = &by_answer[done];
+        ++done;
+      }
+      if (highest && highest->value >= write.value) {
+        report.fence_order.push_back({name, highest->party, write.party,
+                                      "fence " + std::to_string(write.value) +
+                                          " accepted after fence " +
+                                          std::to_string(highest->value) + " had been accepted"});
+      }
+    }
+  }
+}
+
+void check_counters(const std::vector<Event>& events, HistoryReport& report) {
+  std::map<std::string, std::map<std::int64_t, const Event*>> written;
+  for (const auto& event : events) {
+    if (event.kind != EventKind::counter || !event.ok)
+      continue;
+    ++report.counter_writes;
+    Party party{event.pid, event.tid, event.lease, 'w', {event.start, event.t}};
+    if (event.value != event.read + 1) {
+      report.counter_errors.push_back({event.name,
+                                       party,
+                                       {},
+                                       "wrote " + std::to_string(event.value) + " after reading " +
+                                           std::to_string(event.read)});
+    }
+    auto [at, inserted] = written[event.name].emplace(event.value, &event);
+    if (!inserted) {
+      const Event& other = *at->second;
+      report.counter_errors.push_back(
+          {event.name,
+           {other.pid, other.tid, other.lease, 'w', {other.start, other.t}},
+           party,
+           "two sections both wrote " + std::to_string(event.value) + ": an update was lost"});
+    }
+  }
+}
+
+}  // namespace
+
+HistoryReport check_history(const std::vector<Event>& events) {
+  HistoryReport report;
+  const auto lives = lease_lives(events, &report.late_grants);
+  report.leases = lives.size();
+
+  // Double grants: pieces of provable life of different leases on one name.
+  std::map<std::string, std::vector<Interval>> pieces_by_name;
+  std::uint64_t owner = 0;
+  for (const auto& [key, life] : lives) {
+    ++owner;
+    for (const auto& piece : life.pieces)
+      pieces_by_name[life.name].push_back(
+          {piece, life.mode, {key.first, 0, key.second, life.mode, piece}, owner});
+  }
+  for (auto& [name, intervals] : pieces_by_name)
+    for (auto& [earlier, later] : overlaps(std::move(intervals)))
+      report.double_grants.push_back({name, earlier, later, "two leases provably live at once"});
+
+  // Sections.
+  const auto sections = sections_of(events);
+  report.sections = sections.size();
+  std::map<std::string, std::vector<Interval>> valid_by_name;
+  for (const auto& section : sections) {
+    if (!section.valid)
+      continue;
+    ++report.valid_sections;
+    valid_by_name[section.name].push_back(
+        {section.party.span, section.party.mode, section.party, ++owner});
+    if (section.party.lease == 0)
+      continue;  // e.g. with_lock: the worker cannot see the lease
+    const auto life = lives.find({section.party.pid, section.party.lease});
+    const bool inside =
+        life != lives.end() &&
+        std::any_of(life->second.pieces.begin(), life->second.pieces.end(), [&](const Span& p) {
+          return p.begin <= section.party.span.begin && section.party.span.end <= p.end;
+        });
+    if (!inside) {
+      report.false_held.push_back({section.name,
+                                   section.party,
+                                   {},
+                                   life == lives.end()
+                                       ? "a valid section under a lease that was never granted"
+                                       : "a valid section outside the proven life of its lease"});
+    }
+  }
+  for (auto& [name, intervals] : valid_by_name)
+    for (auto& [earlier, later] : overlaps(std::move(intervals)))
+      report.section_overlaps.push_back(
+          {name, earlier, later, "two valid critical sections overlap"});
+
+  for (const auto& event : events)
+    if (event.kind == EventKind::loss)
+      ++report.losses;
+  check_fences(events, report);
+  check_counters(events, report);
+  return report;
+}
+
+std::string HistoryReport::summary(std::size_t per_kind) const {
+  std::ostringstream out;
+  out << leases << " leases, " << sections << " sections (" << valid_sections << " valid), "
+      << losses << " losses, fences " << fences_accepted << " accepted / " << fences_rejected
+      << " rejected, " << counter_writes << " counter writes; violations: " << double_grants.size()
+      << " double grants, " << section_overlaps.size() << " section overlaps, " << false_held.size()
+      << " false held, " << late_grants.size() << " late grants, " << fence_order.size()
+      << " fence order, " << counter_errors.size() << " counter\n";
+  const auto list = [&](const char* kind, const std::vector<Violation>& violations) {
+    for (std::size_t i = 0; i < violations.size() && i < per_kind; ++i) {
+      const auto& v = violations[i];
+      out << "  " << kind << " on '" << v.name << "': " << v.what << ": " << describe(v.first);
+      if (v.second.pid != 0)
+        out << " and " << describe(v.second);
+      out << "\n";
+    }
+  };
+  list("double grant", double_grants);
+  list("section overlap", section_overlaps);
+  list("false held", false_held);
+  list("late grant", late_grants);
+  list("fence order", fence_order);
+  list("counter", counter_errors);
+  return out.str();
+}
+
+std::vector<std::string> check_counter_final(const std::vector<Event>& events,
+                                             const std::string& name, long long final_value) {
+  long long confirmed = 0;
+  long long unknown = 0;
+  for (const auto& event : events) {
+    if (event.kind != EventKind::counter || event.name != name)
+      continue;
+    ++(event.ok ? confirmed : unknown);
+  }
+  std::vector<std::string> problems;
+  if (final_value < confirmed || final_value > confirmed + unknown) {
+    problems.push_back("counter '" + name + "' is " + std::to_string(final_value) + " after " +
+                       std::to_string(confirmed) + " confirmed writes and " +
+                       std::to_string(unknown) + " of unknown outcome");
+  }
+  return problems;
+}
+
+std::vector<LossReport> loss_reports(const std::vector<Event>& events) {
+  const auto lives = lease_lives(events, nullptr);
+  std::vector<LossReport> reports;
+  for (const auto& event : events) {
+    if (event.kind != EventKind::loss)
+      continue;
+    LossReport report{event.name, event.pid, event.lease, event.t, 0, event.detail};
+    const auto life = lives.find({event.pid, event.lease});
+    if (event.lease != 0 && life != lives.end() && !life->second.pieces.empty())
+      report.deadline = life->second.pieces.back().end;
+    reports.push_back(std::move(report));
+  }
+  return reports;
+}
+
+std::vector<Takeover> takeovers(const std::vector<Event>& events) {
+  std::vector<Takeover> found;
+  for (const auto& death : events) {
+    if (death.kind != EventKind::fault || death.detail != "sigkill" || death.target == 0)
+      continue;
+    // The victim's last lifecycle event on each name, before it died.
+    std::map<std::string, EventKind> last;
+    for (const auto& event : events) {
+      if (event.t > death.t)
+        break;
+      if (event.pid != death.target || event.name.empty() || event.kind == EventKind::fence ||
+          event.kind == EventKind::counter || event.kind == EventKind::fault)
+        continue;
+      last[event.name] = event.kind;
+    }
+    for (const auto& [name, kind] : last) {
+      if (kind == EventKind::acquire_fail || kind == EventKind::release_ok ||
+          kind == EventKind::release_fail)
+        continue;  // certainly not held
+      Takeover takeover{name, death.target, death.t, std::nullopt};
+      for (const auto& event : events) {
+        if (event.t > death.t && event.kind == EventKind::acquire_ok && event.name == name &&
+            event.pid != death.target) {
+          takeover.next_grant = event.t;
+          break;
+        }
+      }
+      found.push_back(std::move(takeover));
+    }
+  }
+  return found;
+}
+
+Stats stats_ms(std::vector<std::int64_t> nanoseconds) {
+  Stats stats;
+  stats.count = nanoseconds.size();
+  if (nanoseconds.empty())
+    return stats;
+  std::sort(nanoseconds.begin(), nanoseconds.end());
+  stats.p50_ms = static_cast<double>(nanoseconds[(nanoseconds.size() - 1) / 2]) / 1e6;
+  stats.max_ms = static_cast<double>(nanoseconds.back()) / 1e6;
+  return stats;
+}
+
+}  // namespace leasehold::testing

@@ -1,0 +1,473 @@
+// The history checker's self-tests on synthetic histories. Each property comes as a pair: a
+// history the checker must accept and one, differing by as little as possible, that it must
+// reject, so that a checker that accepts everything fails here.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "history.hpp"
+#include "history_checker.hpp"
+
+namespace leasehold::testing {
+namespace {
+
+constexpr std::int64_t kMs = 1'000'000;
+
+// Builds histories by hand; times are nanoseconds on an arbitrary scale.
+class History {
+ public:
+  History& grant(int pid, std::uint64_t lease, const std::string& name, std::int64_t t,
+                 std::int64_t deadline, char mode = 'w') {
+    add({.t = t,
+         .pid = pid,
+         .kind = EventKind::acquire_ok,
+         .name = name,
+         .lease = lease,
+         .mode = mode,
+         .deadline = deadline});
+    return *this;
+  }
+  History& extend(int pid, std::uint64_t lease, const std::string& name, std::int64_t t,
+                  std::int64_t deadline) {
+    add({.t = t,
+         .pid = pid,
+         .kind = EventKind::extend_ok,
+         .name = name,
+         .lease = lease,
+         .deadline = deadline});
+    return *this;
+  }
+  History& release(int pid, std::uint64_t lease, const std::string& name, std::int64_t t) {
+    add({.t = t, .pid = pid, .kind = EventKind::release_call, .name = name, .lease = lease});
+    return *this;
+  }
+  History& section(int pid, const std::string& name, std::int64_t begin, std::int64_t end,
+                   bool valid, char mode = 'w', std::uint64_t lease = 0) {
+    add({.t = begin,
+         .pid = pid,
+         .tid = pid,
+         .kind = EventKind::cs_begin,
+         .name = name,
+         .lease = lease,
+         .mode = mode});
+    add({.t = end,
+         .pid = pid,
+         .tid = pid,
+         .kind = EventKind::cs_end,
+         .name = name,
+         .lease = lease,
+         .mode = mode,
+         .valid = valid});
+    return *this;
+  }
+  History& fence(int pid, const std::string& name, std::int64_t sent, std::int64_t answered,
+                 std::int64_t value, bool accepted) {
+    add({.t = answered,
+         .pid = pid,
+         .kind = EventKind::fence,
+         .name = name,
+         .value = value,
+         .ok = accepted,
+         .start = sent});
+    return *this;
+  }
+  History& counter(int pid, const std::string& name, std::int64_t t, std::int64_t read,
+                   std::int64_t wrote, bool confirmed = true) {
+    add({.t = t,
+         .pid = pid,
+         .kind = EventKind::counter,
+         .name = name,
+         .value = wrote,
+         .read = read,
+         .ok = confirmed,
+         .start = t - 1});
+    return *this;
+  }
+  History& event(Event e) {
+    add(std::move(e));
+    return *this;
+  }
+
+  std::vector<Event> events() const {
+    auto sorted = events_;
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const Event& a, const Event& b) { return a.t < b.t; });
+    return sorted;
+  }
+  HistoryReport check() const { return check_history(events()); }
+
+ private:
+  void add(Event e) { events_.push_back(std::move(e)); }
+  std::vector<Event> events_;
+};
+
+// --- Critical sections -------------------------------------------------------------------------
+
+TEST(HistoryChecker, TouchingSectionsDoNotOverlap) {
+  const auto report = History()
+                          .section(1, "a", 0, 10 * kMs, true)
+                          .section(2, "a", 10 * kMs, 20 * kMs, true)
+                          .section(3, "a", 20 * kMs, 30 * kMs, true)
+                          .check();
+  EXPECT_TRUE(report.clean()) << report.summary();
+  EXPECT_EQ(report.valid_sections, 3u);
+}
+
+TEST(HistoryChecker, ASectionOverlappingByOneNanosecondIsCaught) {
+  const auto report = History()
+                          .section(1, "a", 0, 10 * kMs + 1, true)
+                          .section(2, "a", 10 * kMs, 20 * kMs, true)
+                          .check();
+  ASSERT_EQ(report.section_overlaps.size(), 1u) << report.summary();
+  EXPECT_EQ(report.section_overlaps[0].first.pid, 1);
+  EXPECT_EQ(report.section_overlaps[0].second.pid, 2);
+}
+
+TEST(HistoryChecker, EveryOverlappingSectionIsCaughtNotJustTheFirst) {
+  // Both later sections overlap the long first one.
+  const auto behind_long = History()
+                               .section(1, "a", 0, 100 * kMs, true)
+                               .section(2, "a", 10 * kMs, 20 * kMs, true)
+                               .section(3, "a", 30 * kMs, 40 * kMs, true)
+                               .check();
+  EXPECT_EQ(behind_long.section_overlaps.size(), 2u) << behind_long.summary();
+  const auto repeated = History()
+                            .section(3, "c", 0, 50 * kMs, true)
+                            .section(4, "c", 10 * kMs, 20 * kMs, true)
+                            .section(3, "c", 60 * kMs, 90 * kMs, true)
+                            .section(4, "c", 70 * kMs, 80 * kMs, true)
+                            .check();
+  EXPECT_EQ(repeated.section_overlaps.size(), 2u) << repeated.summary();
+}
+
+TEST(HistoryChecker, SectionsOnDifferentNamesOrNotValidMayOverlap) {
+  EXPECT_TRUE(History()
+                  .section(1, "a", 0, 10 * kMs, true)
+                  .section(2, "b", 5 * kMs, 20 * kMs, true)
+                  .check()
+                  .clean());
+  // The library said the lease was lost during pid 1's section: it is not claimed as exclusive.
+  EXPECT_TRUE(History()
+                  .section(1, "a", 0, 10 * kMs, false)
+                  .section(2, "a", 5 * kMs, 20 * kMs, true)
+                  .check()
+                  .clean());
+}
+
+TEST(HistoryChecker, ReadersMayOverlapReadersButNotAWriter) {
+  EXPECT_TRUE(History()
+                  .section(1, "a", 0, 10 * kMs, true, 'r')
+                  .section(2, "a", 5 * kMs, 20 * kMs, true, 'r')
+                  .section(3, "a", 20 * kMs, 30 * kMs, true, 'w')
+                  .check()
+                  .clean());
+  const auto read_then_write = History()
+                                   .section(1, "a", 0, 10 * kMs, true, 'r')
+                                   .section(2, "a", 9 * kMs, 20 * kMs, true, 'w')
+                                   .check();
+  EXPECT_EQ(read_then_write.section_overlaps.size(), 1u) << read_then_write.summary();
+  const auto write_then_read = History()
+                                   .section(1, "a", 0, 10 * kMs, true, 'w')
+                                   .section(2, "a", 9 * kMs, 20 * kMs, true, 'r')
+                                   .check();
+  EXPECT_EQ(write_then_read.section_overlaps.size(), 1u) << write_then_read.summary();
+  // A writer overlapped by a reader that began after a long reader: still caught.
+  const auto behind_reader = History()
+                                 .section(1, "a", 0, 100 * kMs, true, 'r')
+                                 .section(2, "a", 10 * kMs, 20 * kMs, true, 'w')
+                                 .check();
+  EXPECT_EQ(behind_reader.section_overlaps.size(), 1u) << behind_reader.summary();
+}
+
+// --- Leases ------------------------------------------------------------------------------------
+
+TEST(HistoryChecker, AGrantAtTheDeadlineOfThePreviousOneIsNoDoubleGrant) {
+  const auto report =
+      History().grant(1, 1, "a", 0, 100 * kMs).grant(2, 1, "a", 100 * kMs, 200 * kMs).check();
+  EXPECT_TRUE(report.clean()) << report.summary();
+  const auto overlapping =
+      History().grant(1, 1, "a", 0, 100 * kMs + 1).grant(2, 1, "a", 100 * kMs, 200 * kMs).check();
+  EXPECT_EQ(overlapping.double_grants.size(), 1u) << overlapping.summary();
+}
+
+TEST(HistoryChecker, AReleaseEndsTheLeaseBeforeItsDeadline) {
+  EXPECT_TRUE(History()
+                  .grant(1, 1, "a", 0, 100 * kMs)
+                  .release(1, 1, "a", 10 * kMs)
+                  .grant(2, 1, "a", 10 * kMs, 110 * kMs)
+                  .check()
+                  .clean());
+  const auto too_early = History()
+                             .grant(1, 1, "a", 0, 100 * kMs)
+                             .release(1, 1, "a", 10 * kMs)
+                             .grant(2, 1, "a", 10 * kMs - 1, 110 * kMs)
+                             .check();
+  EXPECT_EQ(too_early.double_grants.size(), 1u) << too_early.summary();
+}
+
+TEST(HistoryChecker, AnExtensionCarriesTheLeaseToItsNewDeadline) {
+  History extended;
+  extended.grant(1, 1, "a", 0, 100 * kMs).extend(1, 1, "a", 40 * kMs, 140 * kMs);
+  EXPECT_TRUE(History(extended).grant(2, 1, "a", 140 * kMs, 240 * kMs).check().clean());
+  const auto report = History(extended).grant(2, 1, "a", 120 * kMs, 220 * kMs).check();
+  EXPECT_EQ(report.double_grants.size(), 1u) << report.summary();
+}
+
+TEST(HistoryChecker, ALateDeliveredExtensionLeavesAGapThatIsNotCovered) {
+  // The extension was sent before the deadline (100) and its answer came at 150, after it: from
+  // 100 to 150 the holder had no proof of holding.
+  History late;
+  late.grant(1, 1, "a", 0, 100 * kMs).extend(1, 1, "a", 150 * kMs, 190 * kMs);
+  // A section of the holder in the gap, claimed valid: a false "held".
+  const auto in_gap = History(late).section(1, "a", 90 * kMs, 160 * kMs, true, 'w', 1).check();
+  ASSERT_EQ(in_gap.false_held.size(), 1u) << in_gap.summary();
+  // Sections inside either piece are fine.
+  EXPECT_TRUE(History(late)
+                  .section(1, "a", 10 * kMs, 90 * kMs, true, 'w', 1)
+                  .section(1, "a", 150 * kMs, 180 * kMs, true, 'w', 1)
+                  .check()
+                  .clean());
+  // Another grant in the gap is no double grant with the first piece...
+  EXPECT_TRUE(History(late).grant(2, 1, "a", 100 * kMs, 150 * kMs).check().clean());
+  // ...but one that reaches into the late extension's piece is.
+  const auto reaching = History(late).grant(2, 1, "a", 110 * kMs, 151 * kMs).check();
+  EXPECT_EQ(reaching.double_grants.size(), 1u) << reaching.summary();
+  // Merging the pieces (as if the lease had been continuous) would have hidden this one.
+  const auto merged = History(late).section(1, "a", 120 * kMs, 130 * kMs, true, 'w', 1).check();
+  EXPECT_EQ(merged.false_held.size(), 1u) << merged.summary();
+}
+
+TEST(HistoryChecker, AGrantReportedAtOrAfterItsOwnDeadlineIsCaught) {
+  EXPECT_TRUE(History().grant(1, 1, "a", 100 * kMs - 1, 100 * kMs).check().clean());
+  const auto report = History().grant(1, 1, "a", 100 * kMs, 100 * kMs).check();
+  EXPECT_EQ(report.late_grants.size(), 1u) << report.summary();
+  const auto extension =
+      History().grant(1, 1, "a", 0, 100 * kMs).extend(1, 1, "a", 300 * kMs, 250 * kMs).check();
+  EXPECT_EQ(extension.late_grants.size(), 1u) << extension.summary();
+}
+
+TEST(HistoryChecker, ReaderLeasesMayOverlapButNotAWriterLease) {
+  EXPECT_TRUE(History()
+                  .grant(1, 1, "a", 0, 100 * kMs, 'r')
+                  .grant(2, 1, "a", 50 * kMs, 150 * kMs, 'r')
+                  .check()
+                  .clean());
+  const auto report = History()
+                          .grant(1, 1, "a", 0, 100 * kMs, 'r')
+                          .grant(2, 1, "a", 50 * kMs, 150 * kMs, 'w')
+                          .check();
+  EXPECT_EQ(report.double_grants.size(), 1u) << report.summary();
+}
+
+TEST(HistoryChecker, AValidSectionPastItsLeaseDeadlineIsAFalseHeld) {
+  History granted;
+  granted.grant(1, 1, "a", 0, 100 * kMs);
+  EXPECT_TRUE(History(granted).section(1, "a", 1 * kMs, 100 * kMs, true, 'w', 1).check().clean());
+  const auto past = History(granted).section(1, "a", 1 * kMs, 100 * kMs + 1, true, 'w', 1).check();
+  EXPECT_EQ(past.false_held.size(), 1u) << past.summary();
+  // Reported lost in time: not a claim.
+  EXPECT_TRUE(History(granted).section(1, "a", 1 * kMs, 300 * kMs, false, 'w', 1).check().clean());
+  // A lease the history never saw granted.
+  const auto unknown = History().section(1, "a", 1 * kMs, 2 * kMs, true, 'w', 7).check();
+  EXPECT_EQ(unknown.false_held.size(), 1u) << unknown.summary();
+}
+
+// --- Fences ------------------------------------------------------------------------------------
+
+TEST(HistoryChecker, FencesAcceptedInIncreasingOrderPass) {
+  const auto report = History()
+                          .fence(1, "a", 0, 1 * kMs, 5, true)
+                          .fence(2, "a", 2 * kMs, 3 * kMs, 6, true)
+                          .fence(1, "a", 4 * kMs, 5 * kMs, 6, false)  // stale: refused
+                          .fence(2, "a", 6 * kMs, 7 * kMs, 9, true)
+                          .check();
+  EXPECT_TRUE(report.clean()) << report.summary();
+  EXPECT_EQ(report.fences_accepted, 3u);
+  EXPECT_EQ(report.fences_rejected, 1u);
+}
+
+TEST(HistoryChecker, FencesAcceptedOutOfOrderAreCaught) {
+  const auto lower =
+      History().fence(1, "a", 0, 1 * kMs, 7, true).fence(2, "a", 2 * kMs, 3 * kMs, 6, true).check();
+  ASSERT_EQ(lower.fence_order.size(), 1u) << lower.summary();
+  EXPECT_EQ(lower.fence_order[0].second.pid, 2);
+  const auto equal =
+      History().fence(1, "a", 0, 1 * kMs, 7, true).fence(2, "a", 2 * kMs, 3 * kMs, 7, true).check();
+  EXPECT_EQ(equal.fence_order.size(), 1u) << equal.summary();
+}
+
+TEST(HistoryChecker, ConcurrentFencedWritesMayHaveBeenAppliedInEitherOrder) {
+  // Sent at 0 and answered at 10, sent at 2 and answered at 3: the resource may have applied 6
+  // before 7.
+  EXPECT_TRUE(History()
+                  .fence(1, "a", 0, 10 * kMs, 7, true)
+                  .fence(2, "a", 2 * kMs, 3 * kMs, 6, true)
+                  .check()
+                  .clean());
+  // On another name, order does not matter.
+  EXPECT_TRUE(History()
+                  .fence(1, "a", 0, 1 * kMs, 7, true)
+                  .fence(2, "b", 2 * kMs, 3 * kMs, 6, true)
+                  .check()
+                  .clean());
+}
+
+// --- Counters ----------------------------------------------------------------------------------
+
+TEST(HistoryChecker, ALostCounterUpdateIsCaught) {
+  History exact;
+  exact.counter(1, "a", 1 * kMs, 0, 1).counter(2, "a", 2 * kMs, 1, 2);
+  EXPECT_TRUE(exact.check().clean());
+  EXPECT_TRUE(check_counter_final(exact.events(), "a", 2).empty());
+  EXPECT_EQ(check_counter_final(exact.events(), "a", 1).size(), 1u);
+  EXPECT_EQ(check_counter_final(exact.events(), "a", 3).size(), 1u);
+
+  History lost;
+  lost.counter(1, "a", 1 * kMs, 0, 1).counter(2, "a", 2 * kMs, 0, 1);
+  const auto report = lost.check();
+  EXPECT_EQ(report.counter_errors.size(), 1u) << report.summary();
+  EXPECT_EQ(check_counter_final(lost.events(), "a", 1).size(), 1u);
+
+  const auto skipped = History().counter(1, "a", 1 * kMs, 3, 5).check();
+  EXPECT_EQ(skipped.counter_errors.size(), 1u) << skipped.summary();
+}
+
+TEST(HistoryChecker, ACounterWriteOfUnknownOutcomeMayOrMayNotHaveLanded) {
+  History history;
+  history.counter(1, "a", 1 * kMs, 0, 1).counter(1, "a", 2 * kMs, 1, 2, false);
+  EXPECT_TRUE(check_counter_final(history.events(), "a", 1).empty());
+  EXPECT_TRUE(check_counter_final(history.events(), "a", 2).empty());
+  EXPECT_EQ(check_counter_final(history.events(), "a", 3).size(), 1u);
+}
+
+// --- Measurements ------------------------------------------------------------------------------
+
+TEST(HistoryChecker, LossReportsCarryTheEndOfTheLeasesProvenLife) {
+  const auto reports = loss_reports(History()
+                                        .grant(1, 1, "a", 0, 100 * kMs)
+                                        .extend(1, 1, "a", 30 * kMs, 130 * kMs)
+                                        .event({.t = 135 * kMs,
+                                                .pid = 1,
+                                                .kind = EventKind::loss,
+                                                .name = "a",
+                                                .lease = 1,
+                                                .detail = "expired"})
+                                        .events());
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].deadline, 130 * kMs);
+  EXPECT_EQ(reports[0].t - reports[0].deadline, 5 * kMs);
+  EXPECT_EQ(reports[0].cause, "expired");
+}
+
+TEST(HistoryChecker, TakeoversFollowKilledHoldersOnly) {
+  const auto kill = [](std::int64_t t, int target) {
+    return Event{
+        .t = t, .pid = 99, .kind = EventKind::fault, .target = target, .detail = "sigkill"};
+  };
+  History history;
+  history.grant(1, 1, "held", 0, 100 * kMs)
+      .grant(1, 2, "released", 0, 100 * kMs)
+      .event(
+          {.t = 5 * kMs, .pid = 1, .kind = EventKind::release_ok, .name = "released", .lease = 2})
+      .event(
+          {.t = 6 * kMs, .pid = 1, .kind = EventKind::acquire_call, .name = "asking", .lease = 3})
+      .event(kill(10 * kMs, 1))
+      .grant(2, 1, "held", 101 * kMs, 200 * kMs)
+      .grant(2, 2, "released", 11 * kMs, 200 * kMs);
+  const auto found = takeovers(history.events());
+  ASSERT_EQ(found.size(), 2u);  // "asking" (its acquire may have landed) and "held"
+  EXPECT_EQ(found[0].name, "asking");
+  EXPECT_FALSE(found[0].next_grant.has_value());
+  EXPECT_EQ(found[1].name, "held");
+  ASSERT_TRUE(found[1].next_grant.has_value());
+  EXPECT_EQ(*found[1].next_grant - found[1].death, 91 * kMs);
+}
+
+TEST(HistoryChecker, StatsGiveTheMedianAndTheMaximumInMilliseconds) {
+  const auto stats = stats_ms({3 * kMs, 1 * kMs, 2 * kMs, 10 * kMs});
+  EXPECT_EQ(stats.count, 4u);
+  EXPECT_DOUBLE_EQ(stats.p50_ms, 2.0);
+  EXPECT_DOUBLE_EQ(stats.max_ms, 10.0);
+  EXPECT_EQ(stats_ms({}).count, 0u);
+}
+
+// --- Recording ---------------------------------------------------------------------------------
+
+TEST(HistoryRecorder, EventsSurviveTheRoundTripThroughALine) {
+  const Event event{.t = 123,
+                    .pid = 4,
+                    .tid = 5,
+                    .kind = EventKind::fence,
+                    .name = "x:y",
+                    .lease = 6,
+                    .mode = 'r',
+                    .deadline = 789,
+                    .valid = true,
+                    .value = -3,
+                    .read = 8,
+                    .ok = true,
+                    .start = 100,
+                    .target = 11,
+                    .detail = "connection_lost"};
+  const auto parsed = parse_event(event.to_line());
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_EQ(parsed->to_line(), event.to_line());
+  EXPECT_FALSE(parse_event("t=12 pid=1").has_value());            // no kind
+  EXPECT_FALSE(parse_event("t=1x pid=1 kind=loss").has_value());  // a torn number
+  EXPECT_FALSE(parse_event("t=1 kind=nonsense").has_value());
+}
+
+TEST(HistoryRecorder, SteadyClockIsClockMonotonic) {
+  // Lease deadlines come from std::chrono::steady_clock; the history compares them with
+  // CLOCK_MONOTONIC times. Read in between, each must lie between the other's readings.
+  for (int i = 0; i < 100; ++i) {
+    const std::int64_t before = monotonic_ns();
+    const std::int64_t steady = to_monotonic_ns(std::chrono::steady_clock::now());
+    const std::int64_t after = monotonic_ns();
+    ASSERT_LE(before, steady);
+    ASSERT_LE(steady, after);
+  }
+}
+
+TEST(HistoryRecorder, ThreadsAppendWholeLinesAndTheReaderOrdersThemByTime) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("leasehold-history-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    Recorder first((dir / "a.events").string());
+    Recorder second((dir / "b.events").string());
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        const Recorder& recorder = t % 2 ? first : second;
+        for (int i = 0; i < 500; ++i)
+          recorder.record({.kind = EventKind::cs_begin, .name = std::string(50 + t, 'n')});
+      });
+    }
+    for (auto& thread : threads)
+      thread.join();
+    EXPECT_EQ(first.next_lease(), 1u);
+    EXPECT_EQ(first.next_lease(), 2u);
+  }
+  std::ofstream(dir / "ignored.txt") << "not a history\n";
+  // A torn last line (the writer was killed mid-write) is dropped, not read with a cut number.
+  std::ofstream(dir / "torn.events")
+      << "t=5 pid=1 tid=1 kind=acquire_ok name=a lease=1 deadline=12";
+  const auto events = read_history(dir.string());
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(events.size(), 2000u);
+  EXPECT_TRUE(std::is_sorted(events.begin(), events.end(),
+                             [](const Event& a, const Event& b) { return a.t < b.t; }));
+  for (const auto& event : events) {
+    EXPECT_EQ(event.pid, ::getpid());
+    EXPECT_GE(event.name.size(), 50u);
+  }
+}
+
+}  // namespace
+}  // namespace leasehold::testing
