@@ -175,11 +175,16 @@ requires std::invocable<Work&, std::stop_token> Held<detail::while_held_result_t
     ~StopOnExit() { heartbeat->stop(); }
   } stop_on_exit{heartbeat};
 
+  // Lost if the heartbeat said so, or if the work ended after the lease's deadline: the
+  // heartbeat's own deadline check runs on the client's I/O thread, which may run late.
+  const std::shared_ptr<detail::LeaseState> lease = token.state();
   auto lost_outcome = [&]() -> std::optional<std::error_code> {
     std::lock_guard lock(loss->mutex);
-    if (!loss->lost)
-      return std::nullopt;
-    return loss->cause;
+    if (loss->lost)
+      return loss->cause;
+    if (Clock::now() >= lease->deadline())
+      return std::error_code{};
+    return std::nullopt;
   };
   if constexpr (std::is_void_v<R>) {
     work(stop->get_token());
@@ -201,6 +206,7 @@ template <class L, class Side, class R>
 asio::awaitable<Held<R>> async_while_held(Client& client, const BasicToken<L, Side>& token,
                                           asio::awaitable<R> work) {
   auto executor = co_await asio::this_coro::executor;
+  const std::shared_ptr<detail::LeaseState> lease = token.state();
   auto loss = std::make_shared<detail::LossRecord>();
   auto signal = std::make_shared<asio::steady_timer>(executor, Clock::time_point::max());
   auto heartbeat = detail::Heartbeat::start(client, token.state(),
@@ -237,6 +243,9 @@ asio::awaitable<Held<R>> async_while_held(Client& client, const BasicToken<L, Si
   if (order[0] == 0) {
     if (work_error)
       std::rethrow_exception(work_error);
+    // Work that ended after the deadline did not end while held (the heartbeat may run late).
+    if (Clock::now() >= lease->deadline())
+      co_return Held<R>::lost(std::error_code{});
     co_return std::move(*work_result);
   }
   std::lock_guard lock(loss->mutex);
