@@ -284,6 +284,29 @@ TEST_F(ClusterTest, TheCommandLineToolTakesAClusterUrl) {
     EXPECT_TRUE(redis.process(token.release()));
 }
 
+TEST_F(ClusterTest, FencedLocksKeepTheirCounterInTheLocksSlot) {
+  Client redis(cluster_->url());
+  const std::string ns = unique("fenced");
+  const auto lock = Lock<std::string>{ns, 10s}.with_fencing();
+  const auto rw = RwLock<std::string>{ns, 10s}.with_fencing();
+  std::set<int> masters;
+  for (int i = 0; i < 30; ++i) {
+    const std::string name = "n{" + std::to_string(i) + "}";  // braces in names are escaped
+    masters.insert(cluster_->master_of(key_slot(lock.key(name))));
+    for (std::uint64_t expected : {1u, 2u}) {
+      auto token = redis.process(lock.try_lock(name));
+      ASSERT_TRUE(token);
+      EXPECT_EQ(token->fence(), expected);
+      EXPECT_TRUE(redis.process(token->release()));
+      auto writer = redis.process(rw.try_write(name));
+      ASSERT_TRUE(writer);
+      EXPECT_EQ(writer->fence(), expected);
+      EXPECT_TRUE(redis.process(writer->release()));
+    }
+  }
+  EXPECT_EQ(masters.size(), 3u);
+}
+
 TEST_F(ClusterTest, ASingleServerGivenAsAClusterIsAClearError) {
   testing::RedisServer single;
   Client redis("redis-cluster://127.0.0.1:" + std::to_string(single.port()));

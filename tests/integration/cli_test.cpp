@@ -124,6 +124,19 @@ TEST_F(CliTest, RunsTheCommandUnderTheLeaseAndPassesItsEnvironmentAndExitCode) {
   EXPECT_FALSE(exists(writer_key())) << "released when the command ended";
 }
 
+TEST_F(CliTest, AnExclusiveRunGetsAFencingNumberThatGrowsASharedOneNone) {
+  auto first = cli({"run", name_, "--", "sh", "-c", "echo \"$LEASEHOLD_FENCE\""});
+  EXPECT_EQ(first.wait(), 0);
+  auto second = cli({"run", name_, "--", "sh", "-c", "echo \"$LEASEHOLD_FENCE\""});
+  EXPECT_EQ(second.wait(), 0);
+  ASSERT_FALSE(first.out().empty());
+  EXPECT_EQ(std::stoull(second.out()), std::stoull(first.out()) + 1) << first.out() << second.out();
+  auto shared =
+      cli({"run", "--shared", name_, "--", "sh", "-c", "echo \"[${LEASEHOLD_FENCE-unset}]\""});
+  EXPECT_EQ(shared.wait(), 0);
+  EXPECT_EQ(shared.out(), "[unset]\n");
+}
+
 TEST_F(CliTest, AChildKilledBySignalNGives128PlusN) {
   auto run = cli({"run", name_, "--", "sh", "-c", "kill -USR1 $$"});
   EXPECT_EQ(run.wait(), 128 + SIGUSR1);

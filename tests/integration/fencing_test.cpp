@@ -1,0 +1,171 @@
+// Fencing numbers: an opt-in per-name counter incremented by each grant, in the lock's slot,
+// never expiring, strictly increasing in grant order.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <thread>
+
+#include "eventually.hpp"
+#include "leasehold/leasehold.hpp"
+#include "shared_server.hpp"
+
+namespace leasehold {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::eventually;
+
+class FencingTest : public testing::SharedServerTest {
+ protected:
+  FencingTest() : redis_(server_->unix_url()) {}
+  Client redis_;
+};
+
+TEST_F(FencingTest, AnUnfencedLockHasNoFence) {
+  const Lock<std::string> lock{"fence-none", 10s};
+  auto token = redis_.process(lock.try_lock("a"));
+  ASSERT_TRUE(token);
+  EXPECT_FALSE(token->fence());
+  EXPECT_TRUE(redis_.process(token->release()));
+}
+
+TEST_F(FencingTest, EachGrantOfANameGetsALargerFence) {
+  constexpr auto lock = Lock<std::string>{"fence-grow", 10s}.with_fencing();
+  static_assert(lock.fencing());
+  std::uint64_t last = 0;
+  for (int i = 0; i < 20; ++i) {
+    auto token = redis_.process(lock.try_lock("invoice-1"));
+    ASSERT_TRUE(token);
+    ASSERT_TRUE(token->fence());
+    EXPECT_EQ(*token->fence(), last + 1);  // one per grant, no gaps
+    last = *token->fence();
+    // While held: a contender gets nothing, and the counter does not move.
+    EXPECT_FALSE(redis_.process(lock.try_lock("invoice-1")));
+    EXPECT_TRUE(redis_.process(token->extend()));
+    EXPECT_TRUE(redis_.process(token->release()));
+  }
+  // Names count separately.
+  auto other = redis_.process(lock.try_lock("invoice-2"));
+  ASSERT_TRUE(other);
+  EXPECT_EQ(*other->fence(), 1u);
+  // The counter shares the lock key's slot and never expires.
+  EXPECT_EQ(key_slot(lock.key("invoice-1")), key_slot(lock.fence_key("invoice-1")));
+  EXPECT_EQ(server_->command({"PTTL", lock.fence_key("invoice-1")}).integer, -1);
+  EXPECT_EQ(server_->command({"GET", lock.fence_key("invoice-1")}).str, std::to_string(last));
+}
+
+TEST_F(FencingTest, ATakeoverAfterExpiryGetsALargerFenceAndTheStaleHolderIsFencedOff) {
+  constexpr auto lock = Lock<std::string>{"fence-takeover", 200ms}.with_fencing();
+  auto stale = redis_.process(lock.try_lock("report"));
+  ASSERT_TRUE(stale);
+  ASSERT_TRUE(eventually([&] { return stale->expired(); }, 2s));
+  std::optional<LockToken<Lock<std::string>>> fresh;
+  ASSERT_TRUE(eventually(
+      [&] { return (fresh = redis_.process(lock.try_lock("report"))).has_value(); }, 2s));
+  EXPECT_GT(*fresh->fence(), *stale->fence());
+  // A resource that keeps the largest fence it accepted refuses the stale holder.
+  std::uint64_t accepted = *fresh->fence();
+  auto write = [&](std::uint64_t fence) {
+    if (fence < accepted)
+      return false;
+    accepted = fence;
+    return true;
+  };
+  EXPECT_TRUE(write(*fresh->fence()));
+  EXPECT_FALSE(write(*stale->fence()));
+  EXPECT_FALSE(redis_.process(stale->release()));
+  EXPECT_TRUE(redis_.process(fresh->release()));
+}
+
+TEST_F(FencingTest, ARetriedAcquireGetsTheSameFence) {
+  constexpr auto lock = Lock<std::string>{"fence-retry", 10s}.with_fencing();
+  const auto query = lock.try_lock("job");
+  auto first = redis_.process(query);
+  auto again = redis_.process(query);  // the same id: as after a lost reply
+  ASSERT_TRUE(first && again);
+  EXPECT_EQ(*first->fence(), *again->fence());
+  EXPECT_EQ(server_->command({"GET", lock.fence_key("job")}).str, std::to_string(*first->fence()));
+  EXPECT_TRUE(redis_.process(first->release()));
+}
+
+TEST_F(FencingTest, FencesAreUniqueAndIncreasingUnderContention) {
+  constexpr auto lock = Lock<std::uint64_t>{"fence-race", 10s}.with_fencing();
+  std::mutex mutex;
+  std::vector<std::uint64_t> fences;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      Client own(server_->unix_url());
+      for (int granted = 0; granted < 50;) {
+        if (auto token = own.process(lock.try_lock(7))) {
+          {
+            std::lock_guard guard(mutex);
+            // Granted in order: each new grant's fence is larger than every earlier one.
+            for (std::uint64_t earlier : fences)
+              EXPECT_LT(earlier, *token->fence());
+            fences.push_back(*token->fence());
+          }
+          EXPECT_TRUE(own.process(token->release()));
+          ++granted;
+        }
+      }
+    });
+  }
+  for (auto& thread : threads)
+    thread.join();
+  EXPECT_EQ(std::set<std::uint64_t>(fences.begin(), fences.end()).size(), 200u);
+}
+
+TEST_F(FencingTest, AnRwLockWriterGetsAFenceReadersDoNot) {
+  constexpr auto lock = RwLock<std::string>{"fence-rw", 10s}.with_fencing();
+  auto writer = redis_.process(lock.try_write("catalog"));
+  ASSERT_TRUE(writer);
+  ASSERT_TRUE(writer->fence());
+  const std::uint64_t first = *writer->fence();
+  EXPECT_EQ(redis_.process(lock.try_write("catalog")), std::nullopt);
+  EXPECT_TRUE(redis_.process(writer->release()));
+  auto reader = redis_.process(lock.try_read("catalog"));
+  ASSERT_TRUE(reader);
+  EXPECT_FALSE(reader->fence());
+  EXPECT_TRUE(redis_.process(reader->release()));
+  auto second = redis_.process(lock.try_write("catalog"));
+  ASSERT_TRUE(second);
+  EXPECT_EQ(*second->fence(), first + 1);
+  EXPECT_EQ(key_slot(lock.fence_key("catalog")), key_slot(lock.writer_key("catalog")));
+  // An unfenced RwLock's writer has none.
+  const RwLock<std::string> plain{"fence-rw-plain", 10s};
+  auto unfenced = redis_.process(plain.try_write("catalog"));
+  ASSERT_TRUE(unfenced);
+  EXPECT_FALSE(unfenced->fence());
+  EXPECT_TRUE(redis_.process(unfenced->release()));
+  EXPECT_TRUE(redis_.process(second->release()));
+}
+
+TEST_F(FencingTest, WhileHeldKeepsTheFence) {
+  constexpr auto lock = Lock<std::string>{"fence-held", 300ms}.with_fencing();
+  auto token = redis_.process(lock.try_lock("long"));
+  ASSERT_TRUE(token);
+  const auto fence = token->fence();
+  auto held = while_held(redis_, *token, [&](std::stop_token) {
+    std::this_thread::sleep_for(700ms);  // the work: longer than the TTL, so extended
+    return token->fence();
+  });
+  ASSERT_TRUE(held);
+  EXPECT_EQ(held.value(), fence);
+  EXPECT_EQ(server_->command({"GET", lock.fence_key("long")}).str, std::to_string(*fence));
+  EXPECT_TRUE(redis_.process(token->release()));
+}
+
+TEST_F(FencingTest, ACounterOfTheWrongTypeIsAClearError) {
+  constexpr auto lock = Lock<std::string>{"fence-type", 10s}.with_fencing();
+  server_->command({"HSET", lock.fence_key("x"), "f", "v"});
+  try {
+    redis_.process(lock.try_lock("x"));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), errc::wrong_type);
+  }
+}
+
+}  // namespace
+}  // namespace leasehold
