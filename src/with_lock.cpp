@@ -6,6 +6,14 @@
 
 namespace leasehold {
 
+std::optional<std::uint64_t> LockContext::fence(const Locker& locker, std::string_view name) const {
+  const std::string key = locker.key(name);
+  for (const Node* node = top_.get(); node != nullptr; node = node->parent.get())
+    if (node->locker == &locker && node->key == key && node->fence != 0)
+      return node->fence;
+  return std::nullopt;
+}
+
 bool LockContext::holds(const Locker* locker, std::string_view key) const {
   for (const Node* node = top_.get(); node != nullptr; node = node->parent.get())
     if (node->locker == locker && node->key == key)
@@ -20,7 +28,8 @@ std::vector<ChainEntry>& this_thread_chain() {
 }
 }  // namespace detail
 
-Locker::Locker(Client& client, std::string prefix) : client_(client), prefix_(std::move(prefix)) {
+Locker::Locker(Client& client, std::string prefix, Fencing fencing)
+    : client_(client), prefix_(std::move(prefix)), fencing_(fencing) {
   detail::validate_prefix(prefix_);
 }
 
@@ -30,9 +39,40 @@ Locker::~Locker() {
 
 std::string Locker::key(std::string_view name) const {
   std::string key;
-  key.reserve(prefix_.size() + 1 + name.size());
+  key.reserve(prefix_.size() + 4 + name.size());
+  if (fencing()) {
+    key.append(prefix_).append(":{");
+    detail::append_escaped(key, name);
+    key.append("}");
+    return key;
+  }
   key.append(prefix_).append(":").append(name);
   return key;
+}
+
+std::string Locker::fence_key(std::string_view name) const {
+  std::string key;
+  key.reserve(prefix_.size() + 10 + name.size());
+  key.append(prefix_).append(":{");
+  detail::append_escaped(key, name);
+  key.append("}:fence");
+  return key;
+}
+
+TryLock<detail::WithLockTag> Locker::try_lock_query(std::string_view name,
+                                                    std::chrono::milliseconds ttl) const {
+  if (fencing())
+    return TryLock<detail::WithLockTag>(key(name), ttl, fence_key(name));
+  return TryLock<detail::WithLockTag>(key(name), ttl);
+}
+
+std::optional<std::uint64_t> Locker::fence(std::string_view name) const {
+  const std::string wanted = key(name);
+  for (const auto& entry : detail::this_thread_chain()) {
+    if (entry.locker == this && entry.key == wanted && entry.fence != 0)
+      return entry.fence;
+  }
+  return std::nullopt;
 }
 
 void Locker::validate(std::string_view name, const WithLockOptions& options) {
@@ -166,7 +206,7 @@ bool Mutex::attempt() {
   }
   if (locker_.is_shut_down())
     throw Error(make_error_code(errc::closed), "the locker was shut down");
-  auto token = locker_.client().process(TryLock<detail::WithLockTag>(key_, options_.ttl));
+  auto token = locker_.client().process(locker_.try_lock_query(name_, options_.ttl));
   if (!token)
     return false;
   lost_->store(false);
@@ -232,6 +272,12 @@ void Mutex::unlock() noexcept {
 
 bool Mutex::lost() const {
   return lost_->load();
+}
+
+std::optional<std::uint64_t> Mutex::fence() const {
+  if (!token_)
+    return std::nullopt;
+  return token_->fence();
 }
 
 }  // namespace leasehold

@@ -79,6 +79,8 @@ class LockContext {
  public:
   LockContext() = default;
   bool holds(const Locker* locker, std::string_view key) const;
+  // The fencing number of the lease this chain holds on `name` of a fencing Locker.
+  std::optional<std::uint64_t> fence(const Locker& locker, std::string_view name) const;
 
  private:
   friend class Locker;
@@ -86,6 +88,7 @@ class LockContext {
     const Locker* locker;
     std::string key;
     std::shared_ptr<const Node> parent;
+    std::uint64_t fence = 0;
   };
   explicit LockContext(std::shared_ptr<const Node> top) : top_(std::move(top)) {}
   std::shared_ptr<const Node> top_;
@@ -141,21 +144,33 @@ struct ChainEntry {
   const Locker* locker;
   std::string key;
   std::stop_token stop;
+  std::uint64_t fence = 0;
 };
 std::vector<ChainEntry>& this_thread_chain();
 
 }  // namespace detail
 
+// A Locker whose locks all carry fencing numbers (docs/with_lock.md).
+enum class Fencing : bool { off, on };
+
 class Locker {
  public:
-  explicit Locker(Client& client, std::string prefix = std::string(kDefaultPrefix));
+  explicit Locker(Client& client, std::string prefix = std::string(kDefaultPrefix),
+                  Fencing fencing = Fencing::off);
   ~Locker();  // shutdown()s; never throws
   Locker(const Locker&) = delete;
   Locker& operator=(const Locker&) = delete;
 
   Client& client() const noexcept { return client_; }
-  // The Redis key of the lock named `name`: "<prefix>:<name>".
+  // The Redis key of the lock named `name`: "<prefix>:<name>"; with fencing
+  // "<prefix>:{<escaped name>}", whose counter "<prefix>:{<escaped name>}:fence" shares its slot.
   std::string key(std::string_view name) const;
+  std::string fence_key(std::string_view name) const;
+  bool fencing() const noexcept { return fencing_ == Fencing::on; }
+
+  // Inside a with_lock callback on this thread (or a Mutex's), the fencing number of the lease
+  // this thread holds on `name`; nothing without fencing or when this thread holds no such lease.
+  std::optional<std::uint64_t> fence(std::string_view name) const;
 
   // Runs callback() or callback(std::stop_token) under the lock `name` and returns what it
   // returns. Throws AcquireError (busy within the attempts; the callback did not run),
@@ -198,6 +213,9 @@ class Locker {
   std::optional<HeldId> register_held(std::shared_ptr<detail::LeaseState> lease,
                                       std::function<void()> on_shutdown);
   void unregister_held(HeldId id);
+  // The acquire of the lock `name` (a fenced acquire with fencing).
+  TryLock<detail::WithLockTag> try_lock_query(std::string_view name,
+                                              std::chrono::milliseconds ttl) const;
   // Waits `delay` (with jitter); false if the locker shut down or `stop` was requested meanwhile.
   bool wait_between_attempts(std::chrono::milliseconds delay, double jitter, std::stop_token stop);
   std::chrono::milliseconds jittered(std::chrono::milliseconds delay, double jitter);
@@ -210,6 +228,7 @@ class Locker {
  private:
   Client& client_;
   std::string prefix_;
+  Fencing fencing_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   bool shut_down_ = false;
@@ -247,7 +266,7 @@ detail::sync_callback_result_t<F> Locker::with_lock(std::string_view name, F&& c
   // Acquire: the first attempt at once, then up to retry_attempts more, retry_delay apart.
   std::optional<LockToken<detail::WithLockTag>> token;
   for (int attempt = 0;; ++attempt) {
-    token = client_.process(TryLock<detail::WithLockTag>(lock_key, options.ttl));
+    token = client_.process(try_lock_query(name, options.ttl));
     if (token)
       break;
     if (options.retry_attempts != WithLockOptions::forever && attempt >= options.retry_attempts) {
@@ -281,7 +300,7 @@ detail::sync_callback_result_t<F> Locker::with_lock(std::string_view name, F&& c
 
   std::exception_ptr thrown;
   std::optional<std::conditional_t<std::is_void_v<R>, int, R>> value;
-  chain.push_back({this, lock_key, stop.get_token()});
+  chain.push_back({this, lock_key, stop.get_token(), token->state()->fence});
   const Held<void> held = while_held(client_, *token, [&](std::stop_token lost) {
     std::stop_callback forward(lost, [&stop] { stop.request_stop(); });
     try {
@@ -347,7 +366,7 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
 
   std::optional<LockToken<detail::WithLockTag>> token;
   for (int attempt = 0;; ++attempt) {
-    const TryLock<detail::WithLockTag> acquire(lock_key, options.ttl);
+    const TryLock<detail::WithLockTag> acquire = try_lock_query(name, options.ttl);
     token = co_await client_.async_process(acquire, asio::use_awaitable);
     if (token)
       break;
@@ -407,8 +426,8 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
       co_return co_await (*callable)();
     }
   };
-  LockContext inner(
-      std::make_shared<const LockContext::Node>(LockContext::Node{this, lock_key, context.top_}));
+  LockContext inner(std::make_shared<const LockContext::Node>(
+      LockContext::Node{this, lock_key, context.top_, lease->fence}));
   asio::co_spawn(executor, run_owned(owned, std::move(inner)),
                  asio::bind_cancellation_slot(
                      race->cancel_callback.slot(), [this, race, heartbeat, lease, held_id](
@@ -496,6 +515,8 @@ class Mutex {
   // unreachable until its deadline).
   bool lost() const;
   const std::string& key() const noexcept { return key_; }
+  // The fencing number of the held lease (a fencing Locker's); nothing when unlocked.
+  std::optional<std::uint64_t> fence() const;
 
  private:
   bool try_lock_until_steady(std::chrono::steady_clock::time_point deadline);

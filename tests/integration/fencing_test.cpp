@@ -2,6 +2,8 @@
 // never expiring, strictly increasing in grant order.
 #include <gtest/gtest.h>
 
+#include <asio/co_spawn.hpp>
+#include <asio/io_context.hpp>
 #include <set>
 #include <thread>
 
@@ -165,6 +167,58 @@ TEST_F(FencingTest, ACounterOfTheWrongTypeIsAClearError) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), errc::wrong_type);
   }
+}
+
+TEST_F(FencingTest, AFencingLockerGivesWithLockAndMutexFencesThatGrow) {
+  Locker locker(redis_, "fenced-locker", Fencing::on);
+  EXPECT_TRUE(locker.fencing());
+  EXPECT_EQ(locker.key("invoice:{7}"), "fenced-locker:{invoice:%7B7%7D}");
+  EXPECT_EQ(key_slot(locker.key("invoice:{7}")), key_slot(locker.fence_key("invoice:{7}")));
+  std::vector<std::uint64_t> fences;
+  for (int i = 0; i < 3; ++i) {
+    locker.with_lock("invoice:{7}", [&] {
+      const auto fence = locker.fence("invoice:{7}");
+      ASSERT_TRUE(fence);
+      fences.push_back(*fence);
+      // Reentrant calls see the same lease and fence.
+      locker.with_lock("invoice:{7}", [&] { EXPECT_EQ(locker.fence("invoice:{7}"), fence); });
+      EXPECT_FALSE(locker.fence("invoice:8"));  // not held by this thread
+    });
+  }
+  EXPECT_EQ(fences, (std::vector<std::uint64_t>{1, 2, 3}));
+  EXPECT_FALSE(locker.fence("invoice:{7}"));  // outside the callback
+  // A Mutex on the same name shares the counter and excludes with_lock.
+  Mutex mutex(locker, "invoice:{7}");
+  EXPECT_FALSE(mutex.fence());
+  mutex.lock();
+  EXPECT_EQ(mutex.fence(), 4u);
+  EXPECT_THROW(locker.with_lock("invoice:{7}", [] {}, {.ttl = 1s, .retry_attempts = 0}),
+               AcquireError);
+  mutex.unlock();
+  // An unfenced locker has none.
+  Locker plain(redis_, "plain-locker");
+  plain.with_lock("x", [&] { EXPECT_FALSE(plain.fence("x")); });
+}
+
+TEST_F(FencingTest, AsyncWithLockGivesTheFenceThroughItsContext) {
+  Locker locker(redis_, "fenced-async", Fencing::on);
+  asio::io_context io;
+  std::optional<std::uint64_t> seen;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await locker.async_with_lock("report",
+                                        [&](LockContext context) -> asio::awaitable<void> {
+                                          seen = context.fence(locker, "report");
+                                          co_return;
+                                        });
+      },
+      [](std::exception_ptr error) {
+        if (error)
+          std::rethrow_exception(error);
+      });
+  io.run();
+  EXPECT_EQ(seen, 1u);
 }
 
 }  // namespace
