@@ -147,7 +147,7 @@ int run(const Globals& globals, const RunOptions& options) {
   };
 
   const Child child = spawn_child(
-      options.command, {{"LEASEHOLD_NAME", options.name}, {"LEASEHOLD_TOKEN", (*lease)->id_hex}});
+      options.command, {{"LEASEHOLD_NAME", options.name}, {"LEASEHOLD_TOKEN", (*lease)->id.hex()}});
   if (child.pid < 0) {
     release();
     return report_spawn_failure(options.command.front(), child.spawn_error);

@@ -231,16 +231,18 @@ class TryLock {
   const LeaseId& id() const noexcept { return id_; }
 
   Request request() const {
-    const std::string id = id_.hex();
+    const LeaseId::HexDigits id = id_.hex_digits();
     const std::string ttl = std::to_string(ttl_.count());
-    return Request::command({"SET", key_, id, "NX", "PX", ttl, "GET"}).retry_safe();
+    return Request::command({"SET", key_, {id.begin(), id.end()}, "NX", "PX", ttl, "GET"})
+        .retry_safe();
   }
 
   Result<result_type> parse(Reply reply, const Timing& timing) const {
     if (reply.is_error())
       return error_result<result_type>(reply);
-    const bool taken =
-        reply.is_nil() || (reply.type == Reply::Type::string && reply.str == id_.hex());
+    const LeaseId::HexDigits id = id_.hex_digits();
+    const bool taken = reply.is_nil() || (reply.type == Reply::Type::string &&
+                                          reply.str == std::string_view(id.begin(), id.end()));
     if (!taken) {
       if (reply.type == Reply::Type::string)
         return result_type{};  // someone else holds it
@@ -254,9 +256,9 @@ class TryLock {
   }
 
   std::optional<Request> on_unknown_outcome() const {
-    const std::string id = id_.hex();
+    const LeaseId::HexDigits id = id_.hex_digits();
     const std::string_view keys[] = {key_};
-    const std::string_view args[] = {id};
+    const std::string_view args[] = {{id.begin(), id.end()}};
     return Request::script(detail::lock_release_script(), keys, args);
   }
 
