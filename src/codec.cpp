@@ -9,21 +9,46 @@
 
 namespace leasehold::codec {
 
-std::string format_command(std::span<const std::string_view> args) {
-  std::vector<const char*> argv(args.size());
-  std::vector<std::size_t> lengths(args.size());
+namespace {
+
+// Arg: std::string_view or std::string.
+template <class Arg>
+std::string format_arguments(std::span<const Arg> args) {
+  // Most commands have a few arguments: their pointers and lengths stay on the stack.
+  constexpr std::size_t kOnStack = 16;
+  const char* argv_on_stack[kOnStack];
+  std::size_t lengths_on_stack[kOnStack];
+  std::vector<const char*> argv_on_heap;
+  std::vector<std::size_t> lengths_on_heap;
+  const char** argv = argv_on_stack;
+  std::size_t* lengths = lengths_on_stack;
+  if (args.size() > kOnStack) {
+    argv_on_heap.resize(args.size());
+    lengths_on_heap.resize(args.size());
+    argv = argv_on_heap.data();
+    lengths = lengths_on_heap.data();
+  }
   for (std::size_t i = 0; i < args.size(); ++i) {
     argv[i] = args[i].data();
     lengths[i] = args[i].size();
   }
   char* out = nullptr;
-  const int length =
-      redisFormatCommandArgv(&out, static_cast<int>(args.size()), argv.data(), lengths.data());
+  const int length = redisFormatCommandArgv(&out, static_cast<int>(args.size()), argv, lengths);
   if (length < 0 || out == nullptr)
     throw std::bad_alloc();
   std::string bytes(out, static_cast<std::size_t>(length));
   redisFreeCommand(out);
   return bytes;
+}
+
+}  // namespace
+
+std::string format_command(std::span<const std::string_view> args) {
+  return format_arguments(args);
+}
+
+std::string format_command(std::span<const std::string> args) {
+  return format_arguments(args);
 }
 
 namespace {

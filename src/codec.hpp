@@ -17,6 +17,7 @@ namespace leasehold::codec {
 
 // The RESP bytes of one command (args[0] is the command name).
 std::string format_command(std::span<const std::string_view> args);
+std::string format_command(std::span<const std::string> args);
 
 // Incremental reply parser: feed() bytes as they arrive, then take complete replies with next().
 class ReplyReader {

@@ -49,8 +49,9 @@ Request Request::command(std::span<const std::string_view> args) {
 }
 
 Request Request::command(std::span<const std::string> args) {
-  std::vector<std::string_view> views(args.begin(), args.end());
-  return command(std::span<const std::string_view>(views));
+  Request request;
+  request.bytes_ = codec::format_command(args);
+  return request;
 }
 
 Request Request::script(const Script& script, std::span<const std::string_view> keys,

@@ -48,6 +48,19 @@ TEST(FormatCommand, ArgumentsWithSpacesAndPercentSignsAreNotInterpreted) {
   EXPECT_EQ(format({"SET", "%s %d", "a b"}), "*3\r\n$3\r\nSET\r\n$5\r\n%s %d\r\n$3\r\na b\r\n");
 }
 
+TEST(FormatCommand, ManyArguments) {
+  // More arguments than the formatter keeps on its stack.
+  std::vector<std::string> args = {"RPUSH", "list"};
+  std::string expected = "*40\r\n$5\r\nRPUSH\r\n$4\r\nlist\r\n";
+  for (int i = 0; i < 38; ++i) {
+    args.push_back(std::to_string(i));
+    expected += "$" + std::to_string(args.back().size()) + "\r\n" + args.back() + "\r\n";
+  }
+  EXPECT_EQ(codec::format_command(std::span<const std::string>(args)), expected);
+  const std::vector<std::string_view> views(args.begin(), args.end());
+  EXPECT_EQ(codec::format_command(std::span<const std::string_view>(views)), expected);
+}
+
 TEST(FormatCommand, LargeArgument) {
   const std::string big(1 << 20, 'x');
   const std::string bytes = format({"SET", "k", big});
