@@ -3,6 +3,7 @@
 #include <hiredis/hiredis.h>
 
 #include <cstdlib>
+#include <stdexcept>
 #include <vector>
 
 #include "leasehold/error.hpp"
@@ -136,6 +137,23 @@ bool ReplyReader::idle() const {
 
 std::string ReplyReader::error_text() const {
   return impl_->reader->errstr;
+}
+
+std::vector<std::string> parse_command(std::string_view bytes) {
+  ReplyReader reader;
+  reader.feed(bytes.data(), bytes.size());
+  std::error_code ec;
+  std::optional<Reply> command = reader.next(ec);
+  if (ec || !command || command->type != Reply::Type::array || !reader.idle())
+    throw std::invalid_argument("leasehold: not one formatted command");
+  std::vector<std::string> args;
+  args.reserve(command->elements.size());
+  for (Reply& arg : command->elements) {
+    if (arg.type != Reply::Type::string)
+      throw std::invalid_argument("leasehold: not one formatted command");
+    args.push_back(std::move(arg.str));
+  }
+  return args;
 }
 
 }  // namespace leasehold::codec

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include "leasehold/reply.hpp"
 
@@ -18,6 +19,11 @@ namespace leasehold::codec {
 // The RESP bytes of one command (args[0] is the command name).
 std::string format_command(std::span<const std::string_view> args);
 std::string format_command(std::span<const std::string> args);
+
+// The arguments of a command formatted by format_command (read back by the reply reader: a
+// command is an array of bulk strings). Throws std::invalid_argument if `bytes` is not exactly one
+// such command.
+std::vector<std::string> parse_command(std::string_view bytes);
 
 // Incremental reply parser: feed() bytes as they arrive, then take complete replies with next().
 class ReplyReader {

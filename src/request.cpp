@@ -2,6 +2,8 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
+#include <array>
 #include <stdexcept>
 
 #include "codec.hpp"
@@ -22,16 +24,6 @@ std::string sha1_hex(std::string_view data) {
     hex.push_back(kHex[digest[i] & 0xf]);
   }
   return hex;
-}
-
-Request make_script_call(std::string_view verb, std::string_view script_ref,
-                         const std::vector<std::string>& script_args) {
-  std::vector<std::string_view> argv;
-  argv.reserve(script_args.size() + 2);
-  argv.push_back(verb);
-  argv.push_back(script_ref);
-  argv.insert(argv.end(), script_args.begin(), script_args.end());
-  return Request::command(std::span<const std::string_view>(argv));
 }
 
 }  // namespace
@@ -56,21 +48,39 @@ Request Request::command(std::span<const std::string> args) {
 
 Request Request::script(const Script& script, std::span<const std::string_view> keys,
                         std::span<const std::string_view> args) {
-  std::vector<std::string> script_args;
-  script_args.reserve(keys.size() + args.size() + 1);
-  script_args.push_back(std::to_string(keys.size()));
-  script_args.insert(script_args.end(), keys.begin(), keys.end());
-  script_args.insert(script_args.end(), args.begin(), args.end());
-  Request request = make_script_call("EVALSHA", script.sha1(), script_args);
+  // EVALSHA sha1 numkeys keys... args...; the views stay on the stack for the usual few keys.
+  const std::string numkeys = std::to_string(keys.size());
+  const std::size_t count = 3 + keys.size() + args.size();
+  constexpr std::size_t kOnStack = 16;
+  std::array<std::string_view, kOnStack> argv_on_stack;
+  std::vector<std::string_view> argv_on_heap;
+  std::span<std::string_view> argv(argv_on_stack.data(), std::min(count, kOnStack));
+  if (count > kOnStack) {
+    argv_on_heap.resize(count);
+    argv = argv_on_heap;
+  }
+  argv[0] = "EVALSHA";
+  argv[1] = script.sha1();
+  argv[2] = numkeys;
+  std::copy(keys.begin(), keys.end(), argv.begin() + 3);
+  std::copy(args.begin(), args.end(), argv.begin() + 3 + static_cast<std::ptrdiff_t>(keys.size()));
+  Request request = command(std::span<const std::string_view>(argv));
   request.script_ = &script;
-  request.script_args_ = std::move(script_args);
   return request;
 }
 
 Request Request::eval_fallback() const {
   if (script_ == nullptr)
     return *this;
-  Request request = make_script_call("EVAL", script_->body(), script_args_);
+  // A script call keeps no copy of its arguments for this rare case: numkeys, the keys and the
+  // arguments are read back from its own bytes (everything after EVALSHA and the digest).
+  const std::vector<std::string> call = codec::parse_command(bytes_);
+  std::vector<std::string_view> argv;
+  argv.reserve(call.size());
+  argv.push_back("EVAL");
+  argv.push_back(script_->body());
+  argv.insert(argv.end(), call.begin() + 2, call.end());
+  Request request = command(std::span<const std::string_view>(argv));
   request.retry_safe_ = retry_safe_;
   return request;
 }

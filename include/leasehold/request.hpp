@@ -52,8 +52,7 @@ class Request {
 
  private:
   std::string bytes_;
-  const Script* script_ = nullptr;
-  std::vector<std::string> script_args_;  // numkeys, keys..., args... (kept for the fallback)
+  const Script* script_ = nullptr;  // for the EVAL fallback, which rereads the rest from bytes_
   bool retry_safe_ = false;
 };
 
