@@ -54,8 +54,9 @@ std::string format_command(std::span<const std::string> args) {
 
 namespace {
 
-// hiredis calls these to build each reply node. A root is heap-allocated; a child lives inside its
-// parent's `elements`, which createArray sized up front. Only roots are ever freed.
+// hiredis calls these to build each reply node. The root goes into the reader's one slot (its
+// privdata), which next() moves the finished reply out of: no allocation per reply. A child lives
+// inside its parent's `elements`, which create_array sized up front.
 Reply* place(const redisReadTask* task, Reply&& value) {
   if (task->parent != nullptr) {
     auto* parent = static_cast<Reply*>(task->parent->obj);
@@ -63,7 +64,9 @@ Reply* place(const redisReadTask* task, Reply&& value) {
     slot = std::move(value);
     return &slot;
   }
-  return new Reply(std::move(value));
+  auto* root = static_cast<Reply*>(task->privdata);
+  *root = std::move(value);
+  return root;
 }
 
 void* create_string(const redisReadTask* task, char* str, size_t len) {
@@ -90,8 +93,9 @@ void* create_nil(const redisReadTask* task) {
   return place(task, Reply::make_nil());
 }
 
-void free_object(void* reply) {
-  delete static_cast<Reply*>(reply);
+// hiredis frees only roots (a reply abandoned by an error, or by the reader's end): the slot.
+void free_object(void* root) {
+  *static_cast<Reply*>(root) = Reply{};
 }
 
 redisReplyObjectFunctions reply_functions = {create_string, create_array, create_integer,
@@ -101,12 +105,14 @@ redisReplyObjectFunctions reply_functions = {create_string, create_array, create
 
 struct ReplyReader::Impl {
   redisReader* reader = nullptr;
+  Reply root;  // the reply being read (see place())
 };
 
 ReplyReader::ReplyReader() : impl_(std::make_unique<Impl>()) {
   impl_->reader = redisReaderCreateWithFunctions(&reply_functions);
   if (impl_->reader == nullptr)
     throw std::bad_alloc();
+  impl_->reader->privdata = &impl_->root;
   impl_->reader->maxbuf = 0;  // keep the buffer: no shrinking/regrowing on every large read
 }
 
@@ -127,8 +133,7 @@ std::optional<Reply> ReplyReader::next(std::error_code& ec) {
   }
   if (raw == nullptr)
     return std::nullopt;
-  std::unique_ptr<Reply> reply(static_cast<Reply*>(raw));
-  return std::move(*reply);
+  return std::move(*static_cast<Reply*>(raw));  // the root slot
 }
 
 bool ReplyReader::idle() const {
