@@ -37,12 +37,30 @@ void rethrow_unexpected(std::exception_ptr error) {
 
 }  // namespace
 
-bool Operation::retry_safe() const {
-  for (const Request& request : requests)
-    if (!request.is_retry_safe())
-      return false;
-  return true;
-}
+// The script calls of an operation that Redis answered NOSCRIPT (the script cache was flushed
+// or the server restarted; nothing ran), sent again as EVAL, which caches the script again. Their
+// replies go to the original operation, which then completes.
+class EvalFallback final : public Operation {
+ public:
+  explicit EvalFallback(std::unique_ptr<Operation> original) : original_(std::move(original)) {
+    for (std::size_t index : original_->noscript_replies)
+      fallbacks_.push_back(original_->requests()[index].eval_fallback());
+    set_requests(fallbacks_);
+    sent = original_->sent;
+    deadline = original_->deadline;
+  }
+
+  void on_reply(std::size_t index, Reply reply) override {
+    original_->on_reply(original_->noscript_replies[index], std::move(reply));
+  }
+  void complete(ClientCore& core, std::error_code error, std::string detail) override {
+    original_->complete(core, error, std::move(detail));
+  }
+
+ private:
+  std::unique_ptr<Operation> original_;
+  std::vector<Request> fallbacks_;
+};
 
 ClientCore::ClientCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options)
     : url_(std::move(url)),
@@ -61,12 +79,12 @@ void ClientCore::start() {
 }
 
 void ClientCore::submit(std::unique_ptr<Operation> operation) {
-  operation->deadline = Clock::now() + options_.command_timeout;
+  operation->deadline = operation->sent + options_.command_timeout;
   // A call made on the strand (typically a caller that a reply resumed inside the read loop) is
   // queued at once, without a trip through the strand's queue. Only when it is not completed
   // here: a caller that calls again on failure must not recurse.
   if (strand_.running_in_this_thread() && !closed_ && !fatal_.error &&
-      !operation->requests.empty()) {
+      !operation->requests().empty()) {
     enqueue(std::move(operation), false);
     return;
   }
@@ -75,11 +93,11 @@ void ClientCore::submit(std::unique_ptr<Operation> operation) {
       const Failure& failure =
           self->fatal_.error ? self->fatal_
                              : Failure{make_error_code(errc::closed), "the client was closed"};
-      operation->complete(failure.error, failure.detail, {});
+      operation->complete(*self, failure.error, failure.detail);
       return;
     }
-    if (operation->requests.empty()) {
-      operation->complete({}, {}, {});
+    if (operation->requests().empty()) {
+      operation->complete(*self, {}, {});
       return;
     }
     self->enqueue(std::move(operation), false);
@@ -89,7 +107,6 @@ void ClientCore::submit(std::unique_ptr<Operation> operation) {
 void ClientCore::enqueue(std::unique_ptr<Operation> operation, bool at_front) {
   if (operation->deadline < expiry_timer_.expiry())
     expiry_timer_.expires_at(operation->deadline);
-  operation->replies.reserve(operation->requests.size());
   if (at_front)
     waiting_.push_front(std::move(operation));
   else
@@ -397,8 +414,9 @@ asio::awaitable<void> ClientCore::write_loop(Failure& failure) {
     // sent at most 16 at a time (asio's limit per write_some), a syscall per 16 requests.
     write_buffer_.clear();
     while (!waiting_.empty()) {
-      for (const Request& request : waiting_.front()->requests)
+      for (const Request& request : waiting_.front()->requests())
         write_buffer_ += request.bytes();
+      waiting_.front()->replies_received = 0;
       in_flight_.push_back(std::move(waiting_.front()));
       waiting_.pop_front();
     }
@@ -416,46 +434,31 @@ asio::awaitable<void> ClientCore::write_loop(Failure& failure) {
 
 void ClientCore::deliver(Reply reply) {
   Operation& front = *in_flight_.front();
-  front.replies.push_back(std::move(reply));
-  if (front.replies.size() < front.requests.size())
+  const std::size_t index = front.replies_received++;
+  const bool expired = expired_in_flight_ > 0;  // its caller already got command_timeout
+  if (!expired) {
+    if (front.requests()[index].is_script() && starts_with_noscript(reply))
+      front.noscript_replies.push_back(index);
+    else
+      front.on_reply(index, std::move(reply));
+  }
+  if (front.replies_received < front.requests().size())
     return;
   std::unique_ptr<Operation> done = std::move(in_flight_.front());
   in_flight_.pop_front();
-  if (expired_in_flight_ > 0) {
-    --expired_in_flight_;  // its caller already got command_timeout
-    return;
-  }
-  finish(std::move(done));
+  if (expired)
+    --expired_in_flight_;
+  else
+    finish(std::move(done));
 }
 
 void ClientCore::finish(std::unique_ptr<Operation> operation) {
-  // NOSCRIPT: the script cache was flushed or the server restarted. Nothing ran, so send the
-  // same calls as EVAL (which caches the script again) and answer the caller with those replies.
-  std::vector<std::size_t> missing;
-  for (std::size_t i = 0; i < operation->requests.size(); ++i)
-    if (operation->requests[i].is_script() && starts_with_noscript(operation->replies[i]))
-      missing.push_back(i);
-  if (missing.empty()) {
-    operation->complete({}, {}, std::move(operation->replies));
+  if (operation->noscript_replies.empty()) {
+    operation->complete(*this, {}, {});
     return;
   }
-  auto retry = std::make_unique<Operation>();
-  retry->deadline = operation->deadline;
-  for (std::size_t i : missing)
-    retry->requests.push_back(operation->requests[i].eval_fallback());
-  retry->complete = [original = std::move(operation), missing = std::move(missing)](
-                        std::error_code ec, std::string detail,
-                        std::vector<Reply> replies) mutable {
-    if (ec) {
-      original->complete(ec, std::move(detail), {});
-      return;
-    }
-    for (std::size_t k = 0; k < missing.size(); ++k)
-      original->replies[missing[k]] = std::move(replies[k]);
-    original->complete({}, {}, std::move(original->replies));
-  };
   // Its deadline is older than any queued operation's: the front keeps deadlines in order.
-  enqueue(std::move(retry), true);
+  enqueue(std::make_unique<EvalFallback>(std::move(operation)), true);
 }
 
 asio::awaitable<void> ClientCore::expire_loop() {
@@ -485,22 +488,20 @@ void ClientCore::expire_due(Clock::time_point now) {
   while (expired_in_flight_ < in_flight_.size() &&
          in_flight_[expired_in_flight_]->deadline <= now) {
     // Stays in in_flight_ so that its replies, when they come, are matched and dropped.
-    OperationCompletion complete = std::move(in_flight_[expired_in_flight_]->complete);
+    Operation& operation = *in_flight_[expired_in_flight_];
     ++expired_in_flight_;
-    complete(make_error_code(errc::command_timeout),
-             "Redis at " + url_.address() + " did not answer within " + timeout +
-                 "; the call was sent and may or may not have run",
-             {});
+    operation.complete(*this, make_error_code(errc::command_timeout),
+                       "Redis at " + url_.address() + " did not answer within " + timeout +
+                           "; the call was sent and may or may not have run");
   }
   while (!waiting_.empty() && waiting_.front()->deadline <= now) {
     std::unique_ptr<Operation> operation = std::move(waiting_.front());
     waiting_.pop_front();
-    operation->complete(make_error_code(errc::command_timeout),
+    operation->complete(*this, make_error_code(errc::command_timeout),
                         (connected_ ? "the call waited " + timeout + " to be sent to Redis at "
                                     : "no connection to Redis at ") +
                             url_.address() + (connected_ ? "" : " within " + timeout) +
-                            "; the call was not sent",
-                        {});
+                            "; the call was not sent");
   }
 }
 
@@ -511,10 +512,10 @@ void ClientCore::fail_in_flight(const Failure& failure) {
   for (std::size_t i = expired_in_flight_; i < in_flight_.size(); ++i) {
     std::unique_ptr<Operation>& operation = in_flight_[i];
     if (operation->retry_safe()) {
-      operation->replies.clear();
+      operation->noscript_replies.clear();
       resend.push_back(std::move(operation));
     } else {
-      operation->complete(failure.error, failure.detail, {});
+      operation->complete(*this, failure.error, failure.detail);
     }
   }
   in_flight_.clear();
@@ -527,13 +528,13 @@ void ClientCore::fail_in_flight(const Failure& failure) {
 
 void ClientCore::fail_everything(const Failure& failure) {
   for (std::size_t i = expired_in_flight_; i < in_flight_.size(); ++i)
-    in_flight_[i]->complete(failure.error, failure.detail, {});
+    in_flight_[i]->complete(*this, failure.error, failure.detail);
   in_flight_.clear();
   expired_in_flight_ = 0;
   std::deque<std::unique_ptr<Operation>> waiting = std::move(waiting_);
   waiting_.clear();
   for (auto& operation : waiting)
-    operation->complete(failure.error, failure.detail, {});
+    operation->complete(*this, failure.error, failure.detail);
   notify_connect_waiters(failure);
 }
 

@@ -24,15 +24,6 @@
 
 namespace leasehold::detail {
 
-struct Operation {
-  std::vector<Request> requests;
-  std::vector<Reply> replies;
-  Clock::time_point deadline;
-  OperationCompletion complete;
-
-  bool retry_safe() const;
-};
-
 class ClientCore : public std::enable_shared_from_this<ClientCore> {
  public:
   ClientCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options);
