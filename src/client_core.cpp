@@ -2,6 +2,7 @@
 
 #include <asio/co_spawn.hpp>
 #include <asio/connect.hpp>
+#include <asio/dispatch.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/local/stream_protocol.hpp>
 #include <asio/post.hpp>
@@ -80,28 +81,39 @@ void ClientCore::start() {
 
 void ClientCore::submit(std::unique_ptr<Operation> operation) {
   operation->deadline = operation->sent + options_.command_timeout;
-  // A call made on the strand (typically a caller that a reply resumed inside the read loop) is
-  // queued at once, without a trip through the strand's queue. Only when it is not completed
-  // here: a caller that calls again on failure must not recurse.
-  if (strand_.running_in_this_thread() && !closed_ && !fatal_.error &&
-      !operation->requests().empty()) {
-    enqueue(std::move(operation), false);
+  if (strand_.running_in_this_thread()) {
+    accept(std::move(operation));
     return;
   }
-  asio::post(strand_, [self = shared_from_this(), operation = std::move(operation)]() mutable {
-    if (self->closed_ || self->fatal_.error) {
-      const Failure& failure =
-          self->fatal_.error ? self->fatal_
-                             : Failure{make_error_code(errc::closed), "the client was closed"};
-      operation->complete(*self, failure.error, failure.detail);
-      return;
-    }
-    if (operation->requests().empty()) {
-      operation->complete(*self, {}, {});
-      return;
-    }
-    self->enqueue(std::move(operation), false);
+  // dispatch, not post: a thread that runs the executor enters the strand at once when it is
+  // free (a coroutine's first call, a handler outside the strand), so that an idle connection
+  // sends the call right away instead of after a trip through the scheduler's queue.
+  asio::dispatch(strand_, [self = shared_from_this(), operation = std::move(operation)]() mutable {
+    self->accept(std::move(operation));
   });
+}
+
+void ClientCore::accept(std::unique_ptr<Operation> operation) {
+  if (closed_ || fatal_.error || operation->requests().empty()) {
+    // Completed through the strand's queue, never from within the caller's own call: a caller
+    // that calls again on failure must not recurse.
+    Failure failure = fatal_.error ? fatal_
+                      : closed_    ? Failure{make_error_code(errc::closed), "the client was closed"}
+                                   : Failure{};
+    asio::post(strand_, [self = shared_from_this(), operation = std::move(operation),
+                         failure = std::move(failure)]() mutable {
+      operation->complete(*self, failure.error, std::move(failure.detail));
+    });
+    return;
+  }
+  const bool idle = in_flight_.empty() && waiting_.empty() && write_buffer_.empty();
+  enqueue(std::move(operation), false);
+  if (delivering_)
+    return;  // the read loop sends it with the other calls its replies caused
+  if (idle)
+    send_waiting();  // nothing to wait for: written before the caller's call returns
+  else
+    wake_writer();  // the writer sends it with whatever else queues until it runs
 }
 
 void ClientCore::enqueue(std::unique_ptr<Operation> operation, bool at_front) {
@@ -111,7 +123,46 @@ void ClientCore::enqueue(std::unique_ptr<Operation> operation, bool at_front) {
     waiting_.push_front(std::move(operation));
   else
     waiting_.push_back(std::move(operation));
-  if (writer_idle_)
+}
+
+void ClientCore::send_waiting() {
+  if (!connected_ || !write_buffer_.empty() || waiting_.empty())
+    return;  // not yet, or the writer is at work and sends the queue when done
+  // A single request is written from where it is; several are copied into one buffer (a
+  // sequence of buffers is sent at most 16 at a time: asio's limit per write_some).
+  const bool single = waiting_.size() == 1 && waiting_.front()->requests().size() == 1;
+  std::string_view bytes;
+  if (single) {
+    bytes = waiting_.front()->requests().front().bytes();
+  } else {
+    for (const std::unique_ptr<Operation>& operation : waiting_)
+      for (const Request& request : operation->requests())
+        write_buffer_ += request.bytes();
+    bytes = write_buffer_;
+  }
+  while (!waiting_.empty()) {
+    waiting_.front()->replies_received = 0;
+    in_flight_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+  }
+  // The socket is in non-blocking mode: this takes what fits in the socket's buffer now.
+  std::error_code ec;
+  const std::size_t written = socket_.write_some(asio::buffer(bytes.data(), bytes.size()), ec);
+  if (written == bytes.size()) {
+    write_buffer_.clear();
+    return;
+  }
+  // The rest (or all of it, after an error, which the writer then meets and reports) is the
+  // writer's to send.
+  if (single)
+    write_buffer_.assign(bytes.substr(written));
+  else
+    write_buffer_.erase(0, written);
+  wake_writer();
+}
+
+void ClientCore::wake_writer() {
+  if (writer_waiting_)
     writer_wakeup_.cancel();
 }
 
@@ -157,6 +208,7 @@ asio::awaitable<void> ClientCore::run() {
       Failure write_failure;
       co_await (read_loop(read_failure) || write_loop(write_failure));
       connected_ = false;
+      write_buffer_.clear();  // its calls are in in_flight_, failed or resent below
       std::error_code ignored;
       socket_.close(ignored);
       if (closed_)
@@ -261,6 +313,12 @@ asio::awaitable<ClientCore::Failure> ClientCore::connect_once() {
     std::error_code ignored;
     socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
     socket_.set_option(asio::socket_base::keep_alive(true), ignored);
+  }
+  // Calls are written straight from the strand (send_waiting): a write must never block it.
+  socket_.non_blocking(true, ec);
+  if (ec) {
+    co_return finish({make_error_code(errc::connect_failed),
+                      "could not connect to Redis at " + url_.address() + ": " + ec.message()});
   }
   if (closed_)
     co_return finish({make_error_code(errc::closed), "the client was closed"});
@@ -372,10 +430,15 @@ asio::awaitable<void> ClientCore::read_loop(Failure& failure) {
       co_return;
     }
     reader_->feed(read_buffer_.data(), n);
+    // The replies resume callers, whose next calls queue in waiting_. Every kWriteChunk replies
+    // they are sent: the server works on those while this loop parses the rest, instead of the
+    // two taking turns on whole reads (a read can hold hundreds of replies).
+    delivering_ = true;
     std::size_t delivered = 0;
     for (;;) {
       std::optional<Reply> reply = reader_->next(ec);
       if (ec || (reply && in_flight_.empty())) {
+        delivering_ = false;
         failure = {
             make_error_code(errc::protocol_error),
             ec ? "Redis at " + url_.address() + " sent a malformed reply: " + reader_->error_text()
@@ -385,41 +448,33 @@ asio::awaitable<void> ClientCore::read_loop(Failure& failure) {
       if (!reply)
         break;
       deliver(std::move(*reply));
-      // The replies resumed callers, whose next calls wait in waiting_. Every kWriteChunk replies,
-      // let the writer send them: the server works on those while this loop parses the rest,
-      // instead of the two taking turns on whole reads (a read can hold hundreds of replies).
-      if (++delivered >= kWriteChunk && !waiting_.empty()) {
+      if (++delivered == kWriteChunk) {
         delivered = 0;
-        co_await asio::post(strand_, use_awaitable);
-        if (closed_)
-          co_return;  // close() failed every call in flight
+        send_waiting();
       }
     }
+    delivering_ = false;
+    send_waiting();
   }
 }
 
 asio::awaitable<void> ClientCore::write_loop(Failure& failure) {
   for (;;) {
-    while (waiting_.empty()) {
-      writer_idle_ = true;
+    if (write_buffer_.empty())
+      send_waiting();  // calls queued while connecting, or since the writer was woken
+    if (write_buffer_.empty()) {
+      // Everything went out: wait until a call needs the writer.
+      writer_waiting_ = true;
       writer_wakeup_.expires_at(Clock::time_point::max());
       std::error_code ignored;
       co_await writer_wakeup_.async_wait(asio::redirect_error(use_awaitable, ignored));
-      writer_idle_ = false;
+      writer_waiting_ = false;
       const auto state = co_await asio::this_coro::cancellation_state;
       if (state.cancelled() != asio::cancellation_type::none || closed_)
         co_return;
+      continue;
     }
-    // Everything queued goes out in one write, copied into one buffer: a sequence of buffers is
-    // sent at most 16 at a time (asio's limit per write_some), a syscall per 16 requests.
-    write_buffer_.clear();
-    while (!waiting_.empty()) {
-      for (const Request& request : waiting_.front()->requests())
-        write_buffer_ += request.bytes();
-      waiting_.front()->replies_received = 0;
-      in_flight_.push_back(std::move(waiting_.front()));
-      waiting_.pop_front();
-    }
+    // The socket did not take it all at once: wait until it has.
     std::error_code ec;
     co_await asio::async_write(socket_, asio::buffer(write_buffer_),
                                asio::redirect_error(use_awaitable, ec));
@@ -429,6 +484,7 @@ asio::awaitable<void> ClientCore::write_loop(Failure& failure) {
                      ec.message() + "); the call may or may not have run"};
       co_return;
     }
+    write_buffer_.clear();
   }
 }
 

@@ -1,13 +1,20 @@
 // The transport: one pipelined connection to one Redis server, owned by a strand.
 //
 // Every member below is touched only on strand_. Public entry points (submit, when_connected,
-// close) post to it, so they may be called from any thread.
+// close) may be called from any thread: they run their work on the strand, at once when the
+// calling thread may enter it.
 //
 // Operations queue in `waiting_`, move to `in_flight_` when written, and leave it when their last
 // reply arrives. Every operation gets the same timeout, so deadlines grow along
 // in_flight_ + waiting_; that order lets one timer expire them from the front. An operation that
 // expires while in flight stays in in_flight_ (it is a prefix: `expired_in_flight_`) so that its
 // replies, if they come, are matched and dropped.
+//
+// Writing: queued calls go out in one non-blocking write, made on the strand by whoever queued
+// them (a call on an idle connection is written at once; calls made by callers that replies
+// resumed are written by the read loop when it has delivered a chunk of replies; others wake the
+// writer coroutine, which writes everything that queued meanwhile). What the socket does not
+// take at once stays in `write_buffer_`, and the writer coroutine waits until it is sent.
 #pragma once
 
 #include <asio/awaitable.hpp>
@@ -52,7 +59,10 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   asio::awaitable<void> write_loop(Failure& failure);
   asio::awaitable<void> expire_loop();
 
+  void accept(std::unique_ptr<Operation> operation);
   void enqueue(std::unique_ptr<Operation> operation, bool at_front);
+  void send_waiting();
+  void wake_writer();
   void deliver(Reply reply);
   void finish(std::unique_ptr<Operation> operation);
   void expire_due(Clock::time_point now);
@@ -71,7 +81,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   asio::steady_timer backoff_timer_;
   std::unique_ptr<codec::ReplyReader> reader_;
   std::vector<char> read_buffer_;
-  std::string write_buffer_;  // the bytes of the write in progress (its capacity is kept)
+  // Bytes of calls in in_flight_ that the socket has not taken yet: while it holds any, the
+  // writer coroutine is sending them and nothing else may be written. (Its capacity is kept.)
+  std::string write_buffer_;
 
   std::deque<std::unique_ptr<Operation>> waiting_;
   std::deque<std::unique_ptr<Operation>> in_flight_;
@@ -79,7 +91,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   std::vector<UniqueFunction<void(std::error_code, std::string)>> connect_waiters_;
   bool connected_ = false;
-  bool writer_idle_ = false;
+  bool writer_waiting_ = false;  // the writer coroutine waits on writer_wakeup_
+  bool delivering_ = false;      // the read loop hands out replies; it sends what they cause
   bool closed_ = false;
   Failure fatal_;  // set when the server refused our credentials or database: no more attempts
   std::minstd_rand jitter_;
