@@ -3,6 +3,7 @@
 #include <hiredis/hiredis.h>
 
 #include <cstdlib>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
@@ -14,7 +15,7 @@ namespace {
 
 // Arg: std::string_view or std::string.
 template <class Arg>
-std::string format_arguments(std::span<const Arg> args) {
+FormattedCommand format_arguments(std::span<const Arg> args) {
   // Most commands have a few arguments: their pointers and lengths stay on the stack.
   constexpr std::size_t kOnStack = 16;
   const char* argv_on_stack[kOnStack];
@@ -37,19 +38,34 @@ std::string format_arguments(std::span<const Arg> args) {
   const int length = redisFormatCommandArgv(&out, static_cast<int>(args.size()), argv, lengths);
   if (length < 0 || out == nullptr)
     throw std::bad_alloc();
-  std::string bytes(out, static_cast<std::size_t>(length));
-  redisFreeCommand(out);
-  return bytes;
+  return {out, static_cast<std::size_t>(length)};
+}
+
+std::string as_string(FormattedCommand command) {
+  const std::unique_ptr<char, void (*)(char*) noexcept> owned(command.bytes, &free_formatted);
+  return std::string(command.bytes, command.size);
 }
 
 }  // namespace
 
-std::string format_command(std::span<const std::string_view> args) {
+FormattedCommand format(std::span<const std::string_view> args) {
   return format_arguments(args);
 }
 
-std::string format_command(std::span<const std::string> args) {
+FormattedCommand format(std::span<const std::string> args) {
   return format_arguments(args);
+}
+
+void free_formatted(char* bytes) noexcept {
+  redisFreeCommand(bytes);
+}
+
+std::string format_command(std::span<const std::string_view> args) {
+  return as_string(format(args));
+}
+
+std::string format_command(std::span<const std::string> args) {
+  return as_string(format(args));
 }
 
 namespace {

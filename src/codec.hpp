@@ -16,7 +16,17 @@
 
 namespace leasehold::codec {
 
-// The RESP bytes of one command (args[0] is the command name).
+// One command formatted by hiredis, in the buffer hiredis allocated: free it with
+// free_formatted().
+struct FormattedCommand {
+  char* bytes = nullptr;
+  std::size_t size = 0;
+};
+FormattedCommand format(std::span<const std::string_view> args);
+FormattedCommand format(std::span<const std::string> args);
+void free_formatted(char* bytes) noexcept;
+
+// The RESP bytes of one command (args[0] is the command name), as a string.
 std::string format_command(std::span<const std::string_view> args);
 std::string format_command(std::span<const std::string> args);
 

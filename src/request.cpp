@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <cstring>
+#include <new>
 #include <stdexcept>
 
 #include "codec.hpp"
@@ -34,16 +37,45 @@ Request Request::command(std::initializer_list<std::string_view> args) {
   return command(std::span<const std::string_view>(args.begin(), args.size()));
 }
 
+namespace {
+
+void free_copied(char* bytes) noexcept {
+  std::free(bytes);
+}
+
+}  // namespace
+
 Request Request::command(std::span<const std::string_view> args) {
+  const codec::FormattedCommand formatted = codec::format(args);
   Request request;
-  request.bytes_ = codec::format_command(args);
+  request.bytes_ = {formatted.bytes, detail::FreeRequestBytes{&codec::free_formatted}};
+  request.size_ = formatted.size;
   return request;
 }
 
 Request Request::command(std::span<const std::string> args) {
+  const codec::FormattedCommand formatted = codec::format(args);
   Request request;
-  request.bytes_ = codec::format_command(args);
+  request.bytes_ = {formatted.bytes, detail::FreeRequestBytes{&codec::free_formatted}};
+  request.size_ = formatted.size;
   return request;
+}
+
+Request::Request(const Request& other)
+    : size_(other.size_), script_(other.script_), retry_safe_(other.retry_safe_) {
+  if (other.bytes_) {
+    bytes_ = {static_cast<char*>(std::malloc(size_ == 0 ? 1 : size_)),
+              detail::FreeRequestBytes{&free_copied}};
+    if (!bytes_)
+      throw std::bad_alloc();
+    std::memcpy(bytes_.get(), other.bytes_.get(), size_);
+  }
+}
+
+Request& Request::operator=(const Request& other) {
+  if (this != &other)
+    *this = Request(other);
+  return *this;
 }
 
 Request Request::script(const Script& script, std::span<const std::string_view> keys,
@@ -74,7 +106,7 @@ Request Request::eval_fallback() const {
     return *this;
   // A script call keeps no copy of its arguments for this rare case: numkeys, the keys and the
   // arguments are read back from its own bytes (everything after EVALSHA and the digest).
-  const std::vector<std::string> call = codec::parse_command(bytes_);
+  const std::vector<std::string> call = codec::parse_command(bytes());
   std::vector<std::string_view> argv;
   argv.reserve(call.size());
   argv.push_back("EVAL");

@@ -3,11 +3,12 @@
 // connection). Requests are built by queries; the transport never inspects their arguments.
 #pragma once
 
+#include <cstddef>
 #include <initializer_list>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace leasehold {
 
@@ -25,6 +26,16 @@ class Script {
   std::string sha1_;
 };
 
+namespace detail {
+
+// Frees a request's bytes the way they were allocated: by hiredis' formatter, or by a copy.
+struct FreeRequestBytes {
+  void (*free_bytes)(char*) noexcept = nullptr;
+  void operator()(char* bytes) const noexcept { free_bytes(bytes); }
+};
+
+}  // namespace detail
+
 class Request {
  public:
   // A command; args[0] is its name, e.g. {"SET", key, value}.
@@ -36,6 +47,13 @@ class Request {
   static Request script(const Script& script, std::span<const std::string_view> keys,
                         std::span<const std::string_view> args);
 
+  Request() = default;  // no bytes: nothing to send
+  Request(const Request& other);
+  Request& operator=(const Request& other);
+  Request(Request&&) noexcept = default;
+  Request& operator=(Request&&) noexcept = default;
+  ~Request() = default;
+
   // A retry-safe request may be sent again after the connection was lost with it in flight (it
   // has the same effect when run twice). Requests are not retry-safe unless they say so.
   Request&& retry_safe(bool safe = true) && {
@@ -44,14 +62,16 @@ class Request {
   }
   bool is_retry_safe() const noexcept { return retry_safe_; }
 
-  const std::string& bytes() const noexcept { return bytes_; }
+  // The RESP bytes, as hiredis formatted them (held in the buffer hiredis made: no copy).
+  std::string_view bytes() const noexcept { return {bytes_.get(), size_}; }
   bool is_script() const noexcept { return script_ != nullptr; }
 
   // The same script call as EVAL with the script's body: sent when Redis answered NOSCRIPT.
   Request eval_fallback() const;
 
  private:
-  std::string bytes_;
+  std::unique_ptr<char, detail::FreeRequestBytes> bytes_;
+  std::size_t size_ = 0;
   const Script* script_ = nullptr;  // for the EVAL fallback, which rereads the rest from bytes_
   bool retry_safe_ = false;
 };
