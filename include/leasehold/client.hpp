@@ -28,6 +28,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -125,9 +126,14 @@ template <Query Q, class OnOutcome>
 class QueryOperation final : public Operation {
  public:
   QueryOperation(Q query, Clock::time_point sent_at, OnOutcome on_outcome)
-      : query_(std::move(query)), request_(query_.request()), on_outcome_(std::move(on_outcome)) {
+      : query_(std::move(query)), on_outcome_(std::move(on_outcome)) {
     sent = sent_at;
-    set_requests({&request_, 1});
+    if constexpr (kQueryKeepsRequest) {
+      set_requests({&query_.request(), 1});
+    } else {
+      request_ = query_.request();
+      set_requests({&request_, 1});
+    }
   }
 
   void on_reply(std::size_t, Reply reply) override { reply_ = std::move(reply); }
@@ -136,8 +142,13 @@ class QueryOperation final : public Operation {
   }
 
  private:
+  // A query that keeps its request (request() returns a reference) is sent from there.
+  static constexpr bool kQueryKeepsRequest =
+      std::is_lvalue_reference_v<decltype(std::declval<const Q&>().request())>;
+  struct NoRequest {};
+
   Q query_;
-  Request request_;
+  [[no_unique_address]] std::conditional_t<kQueryKeepsRequest, NoRequest, Request> request_;
   Reply reply_;
   OnOutcome on_outcome_;
 };
