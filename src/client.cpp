@@ -137,7 +137,7 @@ class UnwatchedRequest final : public Operation {
     sent = Clock::now();
     set_requests({&request_, 1});
   }
-  void on_reply(std::size_t, Reply) override {}
+  void on_reply(std::size_t, Reply&&) override {}
   void complete(ClientCore&, std::error_code, std::string) override {}
 
  private:

@@ -51,7 +51,7 @@ class EvalFallback final : public Operation {
     deadline = original_->deadline;
   }
 
-  void on_reply(std::size_t index, Reply reply) override {
+  void on_reply(std::size_t index, Reply&& reply) override {
     original_->on_reply(original_->noscript_replies[index], std::move(reply));
   }
   void complete(ClientCore& core, std::error_code error, std::string detail) override {
@@ -436,7 +436,7 @@ asio::awaitable<void> ClientCore::read_loop(Failure& failure) {
     delivering_ = true;
     std::size_t delivered = 0;
     for (;;) {
-      std::optional<Reply> reply = reader_->next(ec);
+      Reply* reply = reader_->next(ec);
       if (ec || (reply && in_flight_.empty())) {
         delivering_ = false;
         failure = {
@@ -488,7 +488,7 @@ asio::awaitable<void> ClientCore::write_loop(Failure& failure) {
   }
 }
 
-void ClientCore::deliver(Reply reply) {
+void ClientCore::deliver(Reply&& reply) {
   Operation& front = *in_flight_.front();
   const std::size_t index = front.replies_received++;
   const bool expired = expired_in_flight_ > 0;  // its caller already got command_timeout

@@ -63,7 +63,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void enqueue(std::unique_ptr<Operation> operation, bool at_front);
   void send_waiting();
   void wake_writer();
-  void deliver(Reply reply);
+  void deliver(Reply&& reply);
   void finish(std::unique_ptr<Operation> operation);
   void expire_due(Clock::time_point now);
   void rearm_expiry();

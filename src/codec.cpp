@@ -141,15 +141,13 @@ void ReplyReader::feed(const char* data, std::size_t size) {
     throw std::bad_alloc();
 }
 
-std::optional<Reply> ReplyReader::next(std::error_code& ec) {
+Reply* ReplyReader::next(std::error_code& ec) {
   void* raw = nullptr;
   if (redisReaderGetReply(impl_->reader, &raw) != REDIS_OK) {
     ec = make_error_code(errc::protocol_error);
-    return std::nullopt;
+    return nullptr;
   }
-  if (raw == nullptr)
-    return std::nullopt;
-  return std::move(*static_cast<Reply*>(raw));  // the root slot
+  return static_cast<Reply*>(raw);  // the root slot, or nullptr
 }
 
 bool ReplyReader::idle() const {
@@ -164,7 +162,7 @@ std::vector<std::string> parse_command(std::string_view bytes) {
   ReplyReader reader;
   reader.feed(bytes.data(), bytes.size());
   std::error_code ec;
-  std::optional<Reply> command = reader.next(ec);
+  Reply* command = reader.next(ec);
   if (ec || !command || command->type != Reply::Type::array || !reader.idle())
     throw std::invalid_argument("leasehold: not one formatted command");
   std::vector<std::string> args;

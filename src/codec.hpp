@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,9 +43,10 @@ class ReplyReader {
   ReplyReader& operator=(const ReplyReader&) = delete;
 
   void feed(const char* data, std::size_t size);
-  // The next complete reply, std::nullopt if more bytes are needed. On malformed input sets ec to
-  // errc::protocol_error (and the reader must be discarded).
-  std::optional<Reply> next(std::error_code& ec);
+  // The next complete reply, nullptr if more bytes are needed. It lives in the reader until the
+  // next call (move it out to keep it). On malformed input sets ec to errc::protocol_error (and
+  // the reader must be discarded).
+  Reply* next(std::error_code& ec);
   // True when nothing is buffered: no unread bytes, no reply partly read.
   bool idle() const;
   // Hiredis' description of the last protocol error.

@@ -72,7 +72,7 @@ class Operation {
   bool retry_safe() const noexcept;
 
   // The reply to requests()[index] (each index once, unless the operation is sent again).
-  virtual void on_reply(std::size_t index, Reply reply) = 0;
+  virtual void on_reply(std::size_t index, Reply&& reply) = 0;
   // The end, called once: with every reply given (no error), or the error of the whole call.
   // `core` takes what the completion sends without waiting (the clean-up of an unknown outcome).
   virtual void complete(ClientCore& core, std::error_code error, std::string detail) = 0;
@@ -136,7 +136,7 @@ class QueryOperation final : public Operation {
     }
   }
 
-  void on_reply(std::size_t, Reply reply) override { reply_ = std::move(reply); }
+  void on_reply(std::size_t, Reply&& reply) override { reply_ = std::move(reply); }
   void complete(ClientCore& core, std::error_code error, std::string detail) override {
     on_outcome_(outcome_of(core, query_, error, std::move(detail), reply_, sent));
   }
@@ -171,7 +171,7 @@ class BatchOperation final : public Operation {
     set_requests(requests_);
   }
 
-  void on_reply(std::size_t index, Reply reply) override { replies_[index] = std::move(reply); }
+  void on_reply(std::size_t index, Reply&& reply) override { replies_[index] = std::move(reply); }
   void complete(ClientCore& core, std::error_code error, std::string detail) override {
     Results results;
     if (error) {

@@ -1,6 +1,5 @@
 #include <gtest/gtest.h>
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -78,7 +77,7 @@ std::vector<Reply> drain(ReplyReader& reader) {
   std::vector<Reply> replies;
   for (;;) {
     std::error_code ec;
-    std::optional<Reply> reply = reader.next(ec);
+    Reply* reply = reader.next(ec);
     EXPECT_FALSE(ec) << reader.error_text();
     if (ec || !reply)
       return replies;
@@ -270,7 +269,7 @@ TEST(ReplyReader, OneMebibyteBulkFedOneByteAtATime) {
       FAIL() << "a reply (or an error) after byte " << i << " of " << bytes.size();
   }
   reader.feed(bytes.data() + bytes.size() - 1, 1);
-  std::optional<Reply> reply = reader.next(ec);
+  Reply* reply = reader.next(ec);
   ASSERT_FALSE(ec);
   ASSERT_TRUE(reply);
   EXPECT_TRUE(*reply == Reply::make_array({Reply::make_string(payload), Reply::make_integer(9)}));
@@ -305,7 +304,7 @@ TEST_P(ProtocolError, SetsProtocolError) {
   ReplyReader reader;
   reader.feed(bytes.data(), bytes.size());
   std::error_code ec;
-  std::optional<Reply> reply;
+  Reply* reply = nullptr;
   // A valid reply may precede the malformed one; the error must come, and no reply after it.
   for (int i = 0; i < 4 && !ec; ++i)
     reply = reader.next(ec);
@@ -325,7 +324,7 @@ TEST(ReplyReader, ProtocolErrorAfterAGoodReplyKeepsTheGoodOne) {
   const std::string bytes = "+first\r\n?garbage\r\n";
   reader.feed(bytes.data(), bytes.size());
   std::error_code ec;
-  std::optional<Reply> first = reader.next(ec);
+  Reply* first = reader.next(ec);
   ASSERT_FALSE(ec);
   ASSERT_TRUE(first);
   EXPECT_EQ(*first, Reply::make_status("first"));
