@@ -71,7 +71,7 @@ std::string format_command(std::span<const std::string> args) {
 namespace {
 
 // hiredis calls these to build each reply node. The root goes into the reader's one slot (its
-// privdata), which next() moves the finished reply out of: no allocation per reply. A child lives
+// privdata), which next() hands out until the next reply: no allocation per reply. A child lives
 // inside its parent's `elements`, which create_array sized up front.
 Reply* place(const redisReadTask* task, Reply&& value) {
   if (task->parent != nullptr) {
