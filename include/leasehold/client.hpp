@@ -19,6 +19,7 @@
 #include <asio/async_result.hpp>
 #include <asio/dispatch.hpp>
 #include <asio/execution/outstanding_work.hpp>
+#include <asio/io_context.hpp>
 #include <asio/prefer.hpp>
 #include <asio/strand.hpp>
 #include <chrono>
@@ -90,6 +91,27 @@ class Operation {
  private:
   std::span<const Request> requests_;
 };
+
+// Calls handler(args...) through `executor` as asio::dispatch does. When the executor is an
+// io_context's running in this thread (the usual case: a coroutine on the connection's
+// io_context), that means at once, and it is done without dispatch's type-erased wrapping.
+template <class Executor, class Handler, class... Args>
+void dispatch_completion(const Executor& executor, Handler handler, Args&&... args) {
+  if constexpr (std::is_same_v<Executor, asio::any_io_executor>) {
+    using TrackedIoExecutor =
+        std::decay_t<decltype(asio::prefer(std::declval<asio::io_context::executor_type>(),
+                                           asio::execution::outstanding_work.tracked))>;
+    const auto* io = executor.template target<TrackedIoExecutor>();
+    if (io != nullptr && io->running_in_this_thread()) {
+      std::move(handler)(std::forward<Args>(args)...);
+      return;
+    }
+  }
+  asio::dispatch(executor,
+                 [handler = std::move(handler), ... args = std::forward<Args>(args)]() mutable {
+                   std::move(handler)(std::move(args)...);
+                 });
+}
 
 // Sends a request whose outcome nobody waits for.
 void send_without_waiting(ClientCore& core, Request request);
@@ -284,13 +306,9 @@ class Client {
           auto work = tracked_executor(handler);
           auto on_outcome = [handler = std::move(handler),
                              work = std::move(work)](Result<T> result) mutable {
-            T value{};
-            if (result)
-              value = std::move(*result);
-            asio::dispatch(work, [handler = std::move(handler), ec = result.error(),
-                                  value = std::move(value)]() mutable {
-              std::move(handler)(ec, std::move(value));
-            });
+            const std::error_code ec = result.error();
+            detail::dispatch_completion(work, std::move(handler), ec,
+                                        result ? std::move(*result) : T{});
           };
           submit(std::make_unique<detail::QueryOperation<Q, decltype(on_outcome)>>(
               std::move(query), sent, std::move(on_outcome)));
@@ -308,10 +326,7 @@ class Client {
           auto work = tracked_executor(handler);
           auto on_outcome = [handler = std::move(handler), work = std::move(work)](
                                 std::error_code ec, std::string, Results results) mutable {
-            asio::dispatch(
-                work, [handler = std::move(handler), ec, results = std::move(results)]() mutable {
-                  std::move(handler)(ec, std::move(results));
-                });
+            detail::dispatch_completion(work, std::move(handler), ec, std::move(results));
           };
           submit(std::make_unique<detail::BatchOperation<Q, decltype(on_outcome)>>(
               std::move(queries), sent, std::move(on_outcome)));
