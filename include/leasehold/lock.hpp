@@ -240,13 +240,13 @@ class TryLock {
   Result<result_type> parse(Reply reply, const Timing& timing) const {
     if (reply.is_error())
       return error_result<result_type>(reply);
-    const LeaseId::HexDigits id = id_.hex_digits();
-    const bool taken = reply.is_nil() || (reply.type == Reply::Type::string &&
-                                          reply.str == std::string_view(id.begin(), id.end()));
-    if (!taken) {
-      if (reply.type == Reply::Type::string)
+    // nil: it was free and is taken now; this id: a retry found its own lease.
+    if (!reply.is_nil()) {
+      if (reply.type != Reply::Type::string)
+        return Result<result_type>(make_error_code(errc::unexpected_reply), to_string(reply));
+      const LeaseId::HexDigits id = id_.hex_digits();
+      if (reply.str != std::string_view(id.begin(), id.end()))
         return result_type{};  // someone else holds it
-      return Result<result_type>(make_error_code(errc::unexpected_reply), to_string(reply));
     }
     const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
     if (timing.received >= deadline)
