@@ -15,7 +15,7 @@
 namespace leasehold::detail {
 namespace {
 
-using asio::use_awaitable;
+constexpr asio::use_awaitable_t<ClientCore::Strand> use_awaitable;
 using namespace asio_compat::awaitable_operators;
 
 constexpr std::size_t kReadChunk = 64 * 1024;
@@ -193,7 +193,7 @@ void ClientCore::close() {
   });
 }
 
-asio::awaitable<void> ClientCore::run() {
+ClientCore::Awaitable<void> ClientCore::run() {
   auto self = shared_from_this();  // keeps the state alive for as long as the loop runs
   auto backoff = options_.reconnect_delay_min;
   while (!closed_) {
@@ -238,16 +238,16 @@ std::chrono::milliseconds ClientCore::next_backoff(std::chrono::milliseconds cur
   return doubled - std::chrono::milliseconds(static_cast<std::int64_t>(jitter_() % spread));
 }
 
-asio::awaitable<ClientCore::Failure> ClientCore::connect_once() {
+ClientCore::Awaitable<ClientCore::Failure> ClientCore::connect_once() {
   reader_ = std::make_unique<codec::ReplyReader>();
   std::error_code ec;
   socket_.close(ec);
 
   // One watchdog bounds resolving, connecting and the handshake: closing the socket (and
   // cancelling the resolver) makes whatever is pending complete with an error.
-  auto resolver = std::make_shared<asio::ip::tcp::resolver>(strand_);
+  auto resolver = std::make_shared<asio::ip::basic_resolver<asio::ip::tcp, Strand>>(strand_);
   auto timed_out = std::make_shared<bool>(false);
-  asio::steady_timer watchdog(strand_);
+  Timer watchdog(strand_);
   watchdog.expires_after(options_.connect_timeout);
   watchdog.async_wait([this, self = shared_from_this(), resolver, timed_out](std::error_code e) {
     if (e || *timed_out)
@@ -326,7 +326,7 @@ asio::awaitable<ClientCore::Failure> ClientCore::connect_once() {
   co_return finish(std::move(failure));
 }
 
-asio::awaitable<ClientCore::Failure> ClientCore::handshake() {
+ClientCore::Awaitable<ClientCore::Failure> ClientCore::handshake() {
   enum class Step { auth, select, set_name, ping };
   std::vector<Step> steps;
   std::string bytes;
@@ -417,7 +417,7 @@ asio::awaitable<ClientCore::Failure> ClientCore::handshake() {
   co_return Failure{};
 }
 
-asio::awaitable<void> ClientCore::read_loop(Failure& failure) {
+ClientCore::Awaitable<void> ClientCore::read_loop(Failure& failure) {
   for (;;) {
     std::error_code ec;
     const std::size_t n = co_await socket_.async_read_some(asio::buffer(read_buffer_),
@@ -458,7 +458,7 @@ asio::awaitable<void> ClientCore::read_loop(Failure& failure) {
   }
 }
 
-asio::awaitable<void> ClientCore::write_loop(Failure& failure) {
+ClientCore::Awaitable<void> ClientCore::write_loop(Failure& failure) {
   for (;;) {
     if (write_buffer_.empty())
       send_waiting();  // calls queued while connecting, or since the writer was woken
@@ -517,7 +517,7 @@ void ClientCore::finish(std::unique_ptr<Operation> operation) {
   enqueue(std::make_unique<EvalFallback>(std::move(operation)), true);
 }
 
-asio::awaitable<void> ClientCore::expire_loop() {
+ClientCore::Awaitable<void> ClientCore::expire_loop() {
   auto self = shared_from_this();
   while (!closed_) {
     std::error_code ignored;

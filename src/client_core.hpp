@@ -18,8 +18,9 @@
 #pragma once
 
 #include <asio/awaitable.hpp>
+#include <asio/basic_stream_socket.hpp>
+#include <asio/basic_waitable_timer.hpp>
 #include <asio/generic/stream_protocol.hpp>
-#include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
 #include <deque>
 #include <memory>
@@ -33,6 +34,15 @@ namespace leasehold::detail {
 
 class ClientCore : public std::enable_shared_from_this<ClientCore> {
  public:
+  using Strand = asio::strand<asio::any_io_executor>;
+  // The loops and the I/O objects are typed on the strand itself rather than on any_io_executor:
+  // asio then hands each completion to the strand without first wrapping the strand in a new
+  // type-erased executor (a heap allocation or two per completion).
+  template <class T>
+  using Awaitable = asio::awaitable<T, Strand>;
+  using Socket = asio::basic_stream_socket<asio::generic::stream_protocol, Strand>;
+  using Timer = asio::basic_waitable_timer<Clock, asio::wait_traits<Clock>, Strand>;
+
   ClientCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options);
 
   // Starts the connect/reconnect loop. Call once, right after construction.
@@ -44,7 +54,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   const RedisUrl& url() const noexcept { return url_; }
   const ClientOptions& options() const noexcept { return options_; }
-  const asio::strand<asio::any_io_executor>& strand() const noexcept { return strand_; }
+  const Strand& strand() const noexcept { return strand_; }
 
  private:
   struct Failure {
@@ -52,12 +62,12 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     std::string detail;
   };
 
-  asio::awaitable<void> run();
-  asio::awaitable<Failure> connect_once();
-  asio::awaitable<Failure> handshake();
-  asio::awaitable<void> read_loop(Failure& failure);
-  asio::awaitable<void> write_loop(Failure& failure);
-  asio::awaitable<void> expire_loop();
+  Awaitable<void> run();
+  Awaitable<Failure> connect_once();
+  Awaitable<Failure> handshake();
+  Awaitable<void> read_loop(Failure& failure);
+  Awaitable<void> write_loop(Failure& failure);
+  Awaitable<void> expire_loop();
 
   void accept(std::unique_ptr<Operation> operation);
   void enqueue(std::unique_ptr<Operation> operation, bool at_front);
@@ -74,11 +84,11 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   const RedisUrl url_;
   const ClientOptions options_;
-  asio::strand<asio::any_io_executor> strand_;
-  asio::generic::stream_protocol::socket socket_;
-  asio::steady_timer writer_wakeup_;
-  asio::steady_timer expiry_timer_;
-  asio::steady_timer backoff_timer_;
+  Strand strand_;
+  Socket socket_;
+  Timer writer_wakeup_;
+  Timer expiry_timer_;
+  Timer backoff_timer_;
   std::unique_ptr<codec::ReplyReader> reader_;
   std::vector<char> read_buffer_;
   // Bytes of calls in in_flight_ that the socket has not taken yet: while it holds any, the
