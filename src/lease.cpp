@@ -87,11 +87,18 @@ LeaseId LeaseId::from_hex(std::string_view hex) {
 }
 
 LeaseId::HexDigits LeaseId::hex_digits() const noexcept {
+  // Two digits per byte from one table: this runs for every acquire.
+  static constexpr std::array<char, 512> kDigitPairs = [] {
+    std::array<char, 512> pairs{};
+    for (std::size_t byte = 0; byte < 256; ++byte) {
+      pairs[2 * byte] = kHex[byte >> 4];
+      pairs[2 * byte + 1] = kHex[byte & 0xf];
+    }
+    return pairs;
+  }();
   HexDigits out;
-  for (std::size_t i = 0; i < bytes_.size(); ++i) {
-    out[2 * i] = kHex[bytes_[i] >> 4];
-    out[2 * i + 1] = kHex[bytes_[i] & 0xf];
-  }
+  for (std::size_t i = 0; i < bytes_.size(); ++i)
+    std::memcpy(out.data() + 2 * i, kDigitPairs.data() + 2 * bytes_[i], 2);
   return out;
 }
 
