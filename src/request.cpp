@@ -81,7 +81,7 @@ Request& Request::operator=(const Request& other) {
 Request Request::script(const Script& script, std::span<const std::string_view> keys,
                         std::span<const std::string_view> args) {
   // EVALSHA sha1 numkeys keys... args...; the views stay on the stack for the usual few keys.
-  const std::string numkeys = std::to_string(keys.size());
+  const detail::DecimalDigits numkeys(static_cast<long long>(keys.size()));
   const std::size_t count = 3 + keys.size() + args.size();
   constexpr std::size_t kOnStack = 16;
   std::array<std::string_view, kOnStack> argv_on_stack;
@@ -93,7 +93,7 @@ Request Request::script(const Script& script, std::span<const std::string_view> 
   }
   argv[0] = "EVALSHA";
   argv[1] = script.sha1();
-  argv[2] = numkeys;
+  argv[2] = numkeys.view();
   std::copy(keys.begin(), keys.end(), argv.begin() + 3);
   std::copy(args.begin(), args.end(), argv.begin() + 3 + static_cast<std::ptrdiff_t>(keys.size()));
   Request request = command(std::span<const std::string_view>(argv));

@@ -232,8 +232,8 @@ class TryLock {
 
   Request request() const {
     const LeaseId::HexDigits id = id_.hex_digits();
-    const std::string ttl = std::to_string(ttl_.count());
-    return Request::command({"SET", key_, {id.begin(), id.end()}, "NX", "PX", ttl, "GET"})
+    const detail::DecimalDigits ttl(ttl_.count());
+    return Request::command({"SET", key_, {id.begin(), id.end()}, "NX", "PX", ttl.view(), "GET"})
         .retry_safe();
   }
 

@@ -3,6 +3,7 @@
 // connection). Requests are built by queries; the transport never inspects their arguments.
 #pragma once
 
+#include <charconv>
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
@@ -27,6 +28,19 @@ class Script {
 };
 
 namespace detail {
+
+// A number's decimal digits, for a request argument (a TTL, a key count), without allocating.
+class DecimalDigits {
+ public:
+  explicit DecimalDigits(long long value) noexcept
+      : size_(static_cast<std::size_t>(std::to_chars(digits_, digits_ + sizeof digits_, value).ptr -
+                                       digits_)) {}
+  std::string_view view() const noexcept { return {digits_, size_}; }
+
+ private:
+  char digits_[20];  // enough for any long long, sign included
+  std::size_t size_;
+};
 
 // Frees a request's bytes the way they were allocated: by hiredis' formatter, or by a copy.
 struct FreeRequestBytes {
