@@ -150,6 +150,10 @@ void send_without_waiting(ClientCore& core, Request request) {
   core.submit(std::make_unique<UnwatchedRequest>(std::move(request)));
 }
 
+Clock::time_point connection_now(const ClientCore& core) noexcept {
+  return core.now();
+}
+
 }  // namespace detail
 
 void Client::when_connected(detail::UniqueFunction<void(std::error_code, std::string)> callback) {

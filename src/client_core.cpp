@@ -429,6 +429,7 @@ ClientCore::Awaitable<void> ClientCore::read_loop(Failure& failure) {
                      ") with the call in flight; it may or may not have run"};
       co_return;
     }
+    read_time_ = Clock::now();
     reader_->feed(read_buffer_.data(), n);
     // The replies resume callers, whose next calls queue in waiting_. Every kWriteChunk replies
     // they are sent: the server works on those while this loop parses the rest, instead of the

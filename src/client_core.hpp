@@ -52,6 +52,12 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void when_connected(UniqueFunction<void(std::error_code, std::string)> callback);
   void close();
 
+  // Clock::now(), except on the strand while the replies of one read are handed out: then the
+  // time that read completed (see connection_now() in client.hpp).
+  Clock::time_point now() const noexcept {
+    return strand_.running_in_this_thread() && delivering_ ? read_time_ : Clock::now();
+  }
+
   const RedisUrl& url() const noexcept { return url_; }
   const ClientOptions& options() const noexcept { return options_; }
   const Strand& strand() const noexcept { return strand_; }
@@ -103,6 +109,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   bool connected_ = false;
   bool writer_waiting_ = false;  // the writer coroutine waits on writer_wakeup_
   bool delivering_ = false;      // the read loop hands out replies; it sends what they cause
+  Clock::time_point read_time_;  // when the read whose replies are handed out completed
   bool closed_ = false;
   Failure fatal_;  // set when the server refused our credentials or database: no more attempts
   std::minstd_rand jitter_;

@@ -116,6 +116,13 @@ void dispatch_completion(const Executor& executor, Handler handler, Args&&... ar
 // Sends a request whose outcome nobody waits for.
 void send_without_waiting(ClientCore& core, Request request);
 
+// The current time for a call's Timing, as the connection tells it: on its strand, while it hands
+// out the replies of one read, the time that read completed (never later than the truth: a
+// call's `sent` is then a little early, which only shortens its lease; a reply's `received` is
+// when it was read), so that calls made by callers that replies resume cost no clock read of
+// their own. Clock::now() anywhere else.
+Clock::time_point connection_now(const ClientCore& core) noexcept;
+
 // Sends, without waiting, what a query asks for when its outcome is unknown.
 template <Query Q>
 void clean_up_unknown_outcome(ClientCore& core, const Q& query, std::error_code ec) {
@@ -137,7 +144,7 @@ Result<typename Q::result_type> outcome_of(ClientCore& core, const Q& query, std
     return Result<typename Q::result_type>(error, std::move(detail));
   }
   Result<typename Q::result_type> result =
-      query.parse(std::move(reply), Timing{sent, Clock::now()});
+      query.parse(std::move(reply), Timing{sent, connection_now(core)});
   if (!result)
     clean_up_unknown_outcome(core, query, result.error());
   return result;
@@ -201,7 +208,7 @@ class BatchOperation final : public Operation {
         clean_up_unknown_outcome(core, query, error);
     } else {
       results.reserve(queries_.size());
-      const Timing timing{sent, Clock::now()};
+      const Timing timing{sent, connection_now(core)};
       for (std::size_t i = 0; i < queries_.size(); ++i) {
         results.push_back(queries_[i].parse(std::move(replies_[i]), timing));
         if (!results.back())
@@ -302,7 +309,7 @@ class Client {
     using T = typename Q::result_type;
     return asio::async_initiate<Token, void(std::error_code, T)>(
         [this](auto handler, Q query) {
-          const Clock::time_point sent = Clock::now();
+          const Clock::time_point sent = detail::connection_now(*core_);
           auto work = tracked_executor(handler);
           auto on_outcome = [handler = std::move(handler),
                              work = std::move(work)](Result<T> result) mutable {
@@ -322,7 +329,7 @@ class Client {
     using Results = std::vector<Result<typename Q::result_type>>;
     return asio::async_initiate<Token, void(std::error_code, Results)>(
         [this](auto handler, std::vector<Q> queries) {
-          const Clock::time_point sent = Clock::now();
+          const Clock::time_point sent = detail::connection_now(*core_);
           auto work = tracked_executor(handler);
           auto on_outcome = [handler = std::move(handler), work = std::move(work)](
                                 std::error_code ec, std::string, Results results) mutable {
