@@ -386,8 +386,19 @@ ClientCore::Awaitable<ClientCore::Failure> ClientCore::handshake() {
   }
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const Reply& reply = replies[i];
-    if (!reply.is_error())
+    if (!reply.is_error()) {
+      // Each step has one success reply. Any other means that unsolicited bytes (a greeting)
+      // shifted the replies, and what is still to come would be taken for the first calls'.
+      const std::string_view expected = steps[i] == Step::ping ? "PONG" : "OK";
+      if (reply.type != Reply::Type::status || reply.str != expected) {
+        co_return Failure{make_error_code(errc::protocol_error),
+                          "the server at " + url_.address() +
+                              " answered the connection's setup with " + to_string(reply) +
+                              " where Redis answers " + std::string(expected) +
+                              "; it may not be a Redis server"};
+      }
       continue;
+    }
     switch (steps[i]) {
       case Step::auth:
         co_return Failure{
