@@ -53,7 +53,7 @@ std::shared_ptr<detail::Transport> make_transport(asio::any_io_executor executor
 }  // namespace
 
 namespace {
-std::error_code check_not_io_thread(const detail::Transport& core, const void* owned_thread);
+std::error_code io_thread_error(const detail::Transport& core, const void* owned_thread);
 }  // namespace
 
 struct Client::OwnedThread {
@@ -69,8 +69,8 @@ Client::Client(std::string_view url, ClientOptions options)
     : Client(RedisUrl::parse(url), std::move(options)) {}
 
 Client::Client(RedisUrl url, ClientOptions options) : owned_(std::make_unique<OwnedThread>()) {
-  core_ =
-      make_transport(owned_->context.get_executor(), std::move(url), validated(std::move(options)));
+  core_ = make_transport(owned_->context.get_executor(), std::move(url),
+                         validated(std::move(options)));
   owned_->thread = std::thread([owned = owned_.get()] {
     owned->context.run();
     if (owned->orphaned.load(std::memory_order_acquire))
@@ -132,7 +132,7 @@ const asio::strand<asio::any_io_executor>& Client::strand() const noexcept {
 }
 
 bool Client::running_in_io_thread() const noexcept {
-  return static_cast<bool>(check_not_io_thread(*core_, owned_ ? &owned_->thread : nullptr));
+  return static_cast<bool>(check_not_io_thread());
 }
 
 void Client::close() noexcept {
@@ -140,13 +140,46 @@ void Client::close() noexcept {
     core_->close();
 }
 
-void Client::submit_to(const CorePtr& core, std::vector<Request> requests,
-                       detail::OperationCompletion completion) {
-  auto operation = std::make_unique<detail::Operation>();
-  operation->requests = std::move(requests);
-  operation->complete = std::move(completion);
-  core->submit(std::move(operation));
+void Client::submit(std::unique_ptr<detail::Operation> operation) {
+  core_->submit(std::move(operation));
 }
+
+namespace detail {
+
+bool Operation::retry_safe() const noexcept {
+  for (const Request& request : requests_)
+    if (!request.is_retry_safe())
+      return false;
+  return true;
+}
+
+namespace {
+
+// A request whose outcome nobody waits for.
+class UnwatchedRequest final : public Operation {
+ public:
+  explicit UnwatchedRequest(Request request) : request_(std::move(request)) {
+    sent = Clock::now();
+    set_requests({&request_, 1});
+  }
+  void on_reply(std::size_t, Reply&&) override {}
+  void complete(Transport&, std::error_code, std::string) override {}
+
+ private:
+  Request request_;
+};
+
+}  // namespace
+
+void send_without_waiting(Transport& core, Request request) {
+  core.submit(std::make_unique<UnwatchedRequest>(std::move(request)));
+}
+
+Clock::time_point connection_now(const Transport& core) noexcept {
+  return core.now();
+}
+
+}  // namespace detail
 
 void Client::when_connected(detail::UniqueFunction<void(std::error_code, std::string)> callback) {
   core_->when_connected(std::move(callback));
@@ -155,7 +188,7 @@ void Client::when_connected(detail::UniqueFunction<void(std::error_code, std::st
 namespace {
 
 // A blocking call on the thread that runs the connection would wait for itself forever.
-std::error_code check_not_io_thread(const detail::Transport& core, const void* owned_thread) {
+std::error_code io_thread_error(const detail::Transport& core, const void* owned_thread) {
   if (core.strand().running_in_this_thread())
     return make_error_code(errc::called_from_io_thread);
   // A coroutine or handler of the io_context that runs the connection (outside its strand),
@@ -177,20 +210,12 @@ std::error_code check_not_io_thread(const detail::Transport& core, const void* o
 
 }  // namespace
 
-Client::SyncOutcome Client::run_sync(std::vector<Request> requests) {
-  if (auto ec = check_not_io_thread(*core_, owned_ ? &owned_->thread : nullptr))
-    return {ec, "process() was called on the client's I/O thread", {}};
-  std::promise<SyncOutcome> promise;
-  std::future<SyncOutcome> future = promise.get_future();
-  submit(std::move(requests),
-         [&promise](std::error_code ec, std::string detail, std::vector<Reply> replies) {
-           promise.set_value({ec, std::move(detail), std::move(replies)});
-         });
-  return future.get();
+std::error_code Client::check_not_io_thread() const noexcept {
+  return io_thread_error(*core_, owned_ ? &owned_->thread : nullptr);
 }
 
 std::pair<std::error_code, std::string> Client::wait_connected() {
-  if (auto ec = check_not_io_thread(*core_, owned_ ? &owned_->thread : nullptr))
+  if (auto ec = check_not_io_thread())
     return {ec, "connect() was called on the client's I/O thread"};
   std::promise<std::pair<std::error_code, std::string>> promise;
   auto future = promise.get_future();

@@ -2,6 +2,7 @@
 
 #include <asio/co_spawn.hpp>
 #include <asio/connect.hpp>
+#include <asio/dispatch.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/local/stream_protocol.hpp>
 #include <asio/post.hpp>
@@ -14,7 +15,7 @@
 namespace leasehold::detail {
 namespace {
 
-using asio::use_awaitable;
+constexpr asio::use_awaitable_t<ClientCore::Strand> use_awaitable;
 using namespace asio_compat::awaitable_operators;
 
 constexpr std::size_t kReadChunk = 64 * 1024;
@@ -37,35 +38,164 @@ void rethrow_unexpected(std::exception_ptr error) {
 
 }  // namespace
 
-bool Operation::retry_safe() const {
-  for (const Request& request : requests)
-    if (!request.is_retry_safe())
-      return false;
-  return true;
-}
-
-namespace {
-
-class TransportCategory final : public std::error_category {
+// The script calls of an operation that Redis answered NOSCRIPT (the script cache was flushed
+// or the server restarted; nothing ran), sent again as EVAL, which caches the script again. Their
+// replies go to the original operation, which then completes.
+//
+// A script call that a cluster sent after ASKING (to a node that imports its slot) needs ASKING
+// again right before its EVAL.
+class EvalFallback final : public Operation {
  public:
-  const char* name() const noexcept override { return "leasehold.transport"; }
-  std::string message(int) const override {
-    return "The call is to be routed again: the cluster node it was queued for left the cluster.";
+  explicit EvalFallback(std::unique_ptr<Operation> original) : original_(std::move(original)) {
+    static const Request asking = Request::command({"ASKING"}).without_keys();
+    const std::span<const Request> requests = original_->requests();
+    for (std::size_t index : original_->noscript_replies) {
+      if (index > 0 && requests[index - 1].bytes() == asking.bytes()) {
+        fallbacks_.push_back(asking);
+        originals_.push_back(kNone);
+      }
+      fallbacks_.push_back(requests[index].eval_fallback());
+      originals_.push_back(index);
+    }
+    set_requests(fallbacks_);
+    sent = original_->sent;
+    deadline = original_->deadline;
+  }
+
+  void on_reply(std::size_t index, Reply&& reply) override {
+    if (originals_[index] != kNone)
+      original_->on_reply(originals_[index], std::move(reply));
+  }
+  void complete(Transport& core, std::error_code error, std::string detail) override {
+    original_->complete(core, error, std::move(detail));
+  }
+
+ private:
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::unique_ptr<Operation> original_;
+  std::vector<Request> fallbacks_;
+  std::vector<std::size_t> originals_;  // the original's index per fallback; kNone for ASKING
+};
+
+// ClientOptions::replica_acks: the replies to lease grants are held back until WAIT, sent on the
+// same connection after the operation's replies came, says enough replicas have them (WAIT
+// covers every write sent before it on the connection). Too few: the grants' replies become
+// NOTREPLICATED errors (errc::not_replicated), and the query releases what it took.
+struct HeldGrants {
+  std::unique_ptr<Operation> operation;
+  std::vector<std::optional<Reply>> replies;  // by request index: the held grant replies
+  int replicas = 0;
+  std::chrono::milliseconds timeout{0};
+
+  // Hands the held replies (or NOTREPLICATED errors instead, if `why` is not empty) over.
+  void hand_over(const std::string& why) {
+    for (std::size_t i = 0; i < replies.size(); ++i) {
+      if (replies[i])
+        operation->on_reply(i, why.empty() ? std::move(*replies[i]) : Reply::make_error(why));
+    }
   }
 };
 
-}  // namespace
+class WaitForReplicas final : public Operation {
+ public:
+  explicit WaitForReplicas(HeldGrants grants)
+      : grants_(std::move(grants)),
+        request_(Request::command({"WAIT", std::to_string(grants_.replicas),
+                                   std::to_string(grants_.timeout.count())})
+                     .without_keys()
+                     .retry_safe()) {
+    set_requests({&request_, 1});
+    sent = Clock::now();
+  }
+
+  void on_reply(std::size_t, Reply&& reply) override { acks_ = std::move(reply); }
+  void complete(Transport& core, std::error_code error, std::string detail) override {
+    if (error) {
+      // Unknown: the grant happened, its replication is not known.
+      grants_.operation->complete(core, error, std::move(detail));
+      return;
+    }
+    std::string why;
+    if (acks_.type != Reply::Type::integer) {
+      why = "NOTREPLICATED WAIT failed: " + acks_.str;
+    } else if (acks_.integer < grants_.replicas) {
+      why = "NOTREPLICATED only " + std::to_string(acks_.integer) + " of " +
+            std::to_string(grants_.replicas) + " replicas acknowledged the lease within " +
+            std::to_string(grants_.timeout.count()) + " ms";
+    }
+    grants_.hand_over(why);
+    grants_.operation->complete(core, {}, {});
+  }
+
+ private:
+  HeldGrants grants_;
+  Request request_;
+  Reply acks_;
+};
+
+class ReplicaAcknowledged final : public Operation {
+ public:
+  ReplicaAcknowledged(std::unique_ptr<Operation> inner, int replicas,
+                      std::chrono::milliseconds timeout) {
+    grants_.operation = std::move(inner);
+    grants_.replicas = replicas;
+    grants_.timeout = timeout;
+    set_requests(grants_.operation->requests());
+    sent = grants_.operation->sent;
+    deadline = grants_.operation->deadline;
+    grants_.replies.resize(requests().size());
+  }
+
+  static bool wanted(const Operation& operation) {
+    for (const Request& request : operation.requests())
+      if (request.is_lease_grant())
+        return true;
+    return false;
+  }
+
+  void on_reply(std::size_t index, Reply&& reply) override {
+    if (requests()[index].is_lease_grant() && !reply.is_error()) {
+      grants_.replies[index] = std::move(reply);
+      return;
+    }
+    grants_.operation->on_reply(index, std::move(reply));
+  }
+
+  void complete(Transport& core, std::error_code error, std::string detail) override {
+    bool granted = false;
+    for (const auto& reply : grants_.replies)
+      granted = granted || reply.has_value();
+    if (error || !granted) {
+      if (!error)
+        grants_.hand_over({});
+      grants_.operation->complete(core, error, std::move(detail));
+      return;
+    }
+    // This operation ends when complete() returns: the WAIT takes over what it holds.
+    core.submit(std::make_unique<WaitForReplicas>(std::move(grants_)));
+  }
+
+ private:
+  HeldGrants grants_;
+};
 
 std::error_code route_again_error() noexcept {
-  static const TransportCategory category;
+  class Category final : public std::error_category {
+   public:
+    const char* name() const noexcept override { return "leasehold.transport"; }
+    std::string message(int) const override {
+      return "The call is to be routed again: the cluster node it was queued for left the "
+             "cluster.";
+    }
+  };
+  static const Category category;
   return {1, category};
 }
 
 ClientCore::ClientCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options)
     : ClientCore(asio::make_strand(std::move(executor)), std::move(url), std::move(options)) {}
 
-ClientCore::ClientCore(asio::strand<asio::any_io_executor> strand, RedisUrl url,
-                       ClientOptions options)
+ClientCore::ClientCore(Strand strand, RedisUrl url, ClientOptions options)
     : url_(std::move(url)),
       options_(std::move(options)),
       strand_(std::move(strand)),
@@ -83,40 +213,93 @@ void ClientCore::start() {
 
 void ClientCore::submit(std::unique_ptr<Operation> operation) {
   if (operation->deadline == Clock::time_point{})
-    operation->deadline = Clock::now() + options_.command_timeout;
-  // A call made on the strand (typically a caller that a reply resumed inside the read loop) is
-  // queued at once, without a trip through the strand's queue. Only when it is not completed
-  // here: a caller that calls again on failure must not recurse.
-  if (strand_.running_in_this_thread() && !closed_ && !fatal_.error &&
-      !operation->requests.empty()) {
-    enqueue(std::move(operation), false);
+    operation->deadline = operation->sent + options_.command_timeout;
+  if (options_.replica_acks > 0 && ReplicaAcknowledged::wanted(*operation)) {
+    operation = std::make_unique<ReplicaAcknowledged>(
+        std::move(operation), options_.replica_acks, options_.replica_ack_timeout);
+  }
+  if (strand_.running_in_this_thread()) {
+    accept(std::move(operation));
     return;
   }
-  asio::post(strand_, [self = shared_from_this(), operation = std::move(operation)]() mutable {
-    if (self->closed_ || self->fatal_.error) {
-      const Failure& failure =
-          self->fatal_.error ? self->fatal_
-                             : Failure{make_error_code(errc::closed), "the client was closed"};
-      operation->complete(failure.error, failure.detail, {});
-      return;
-    }
-    if (operation->requests.empty()) {
-      operation->complete({}, {}, {});
-      return;
-    }
-    self->enqueue(std::move(operation), false);
+  // dispatch, not post: a thread that runs the executor enters the strand at once when it is
+  // free (a coroutine's first call, a handler outside the strand), so that an idle connection
+  // sends the call right away instead of after a trip through the scheduler's queue.
+  asio::dispatch(strand_, [self = shared_from_this(), operation = std::move(operation)]() mutable {
+    self->accept(std::move(operation));
   });
+}
+
+void ClientCore::accept(std::unique_ptr<Operation> operation) {
+  if (closed_ || fatal_.error || operation->requests().empty()) {
+    // Completed through the strand's queue, never from within the caller's own call: a caller
+    // that calls again on failure must not recurse.
+    Failure failure = fatal_.error ? fatal_
+                      : closed_    ? Failure{make_error_code(errc::closed), "the client was closed"}
+                                   : Failure{};
+    asio::post(strand_, [self = shared_from_this(), operation = std::move(operation),
+                         failure = std::move(failure)]() mutable {
+      operation->complete(*self, failure.error, std::move(failure.detail));
+    });
+    return;
+  }
+  const bool idle = in_flight_.empty() && waiting_.empty() && write_buffer_.empty();
+  enqueue(std::move(operation), false);
+  if (delivering_)
+    return;  // the read loop sends it with the other calls its replies caused
+  if (idle)
+    send_waiting();  // nothing to wait for: written before the caller's call returns
+  else
+    wake_writer();  // the writer sends it with whatever else queues until it runs
 }
 
 void ClientCore::enqueue(std::unique_ptr<Operation> operation, bool at_front) {
   if (operation->deadline < expiry_timer_.expiry())
     expiry_timer_.expires_at(operation->deadline);
-  operation->replies.reserve(operation->requests.size());
   if (at_front)
     waiting_.push_front(std::move(operation));
   else
     waiting_.push_back(std::move(operation));
-  if (writer_idle_)
+}
+
+void ClientCore::send_waiting() {
+  if (!connected_ || !write_buffer_.empty() || waiting_.empty())
+    return;  // not yet, or the writer is at work and sends the queue when done
+  // A single request is written from where it is; several are copied into one buffer (a
+  // sequence of buffers is sent at most 16 at a time: asio's limit per write_some).
+  const bool single = waiting_.size() == 1 && waiting_.front()->requests().size() == 1;
+  std::string_view bytes;
+  if (single) {
+    bytes = waiting_.front()->requests().front().bytes();
+  } else {
+    for (const std::unique_ptr<Operation>& operation : waiting_)
+      for (const Request& request : operation->requests())
+        write_buffer_ += request.bytes();
+    bytes = write_buffer_;
+  }
+  while (!waiting_.empty()) {
+    waiting_.front()->replies_received = 0;
+    in_flight_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+  }
+  // The socket is in non-blocking mode: this takes what fits in the socket's buffer now.
+  std::error_code ec;
+  const std::size_t written = socket_.write_some(asio::buffer(bytes.data(), bytes.size()), ec);
+  if (written == bytes.size()) {
+    write_buffer_.clear();
+    return;
+  }
+  // The rest (or all of it, after an error, which the writer then meets and reports) is the
+  // writer's to send.
+  if (single)
+    write_buffer_.assign(bytes.substr(written));
+  else
+    write_buffer_.erase(0, written);
+  wake_writer();
+}
+
+void ClientCore::wake_writer() {
+  if (writer_waiting_)
     writer_wakeup_.cancel();
 }
 
@@ -156,26 +339,28 @@ void ClientCore::retire() {
   writer_wakeup_.cancel();
   expiry_timer_.cancel();
   backoff_timer_.cancel();
-  const Failure left{make_error_code(errc::connection_lost),
-                     "the cluster node " + url_.address() +
-                         " stopped serving the call's slot with the call in flight; it may or may "
-                         "not have run"};
-  for (std::size_t i = expired_in_flight_; i < in_flight_.size(); ++i) {
-    if (in_flight_[i]->retry_safe())
-      in_flight_[i]->complete(route_again_error(), {}, {});
-    else
-      in_flight_[i]->complete(left.error, left.detail, {});
-  }
+  const std::string left = "the cluster node " + url_.address() +
+                           " stopped serving the call's slot with the call in flight; it may or "
+                           "may not have run";
+  std::deque<std::unique_ptr<Operation>> in_flight = std::move(in_flight_);
+  const std::size_t expired = expired_in_flight_;
   in_flight_.clear();
   expired_in_flight_ = 0;
+  write_buffer_.clear();
+  for (std::size_t i = expired; i < in_flight.size(); ++i) {
+    if (in_flight[i]->retry_safe())
+      in_flight[i]->complete(*this, route_again_error(), {});
+    else
+      in_flight[i]->complete(*this, make_error_code(errc::connection_lost), left);
+  }
   std::deque<std::unique_ptr<Operation>> waiting = std::move(waiting_);
   waiting_.clear();
   for (auto& operation : waiting)
-    operation->complete(route_again_error(), {}, {});
+    operation->complete(*this, route_again_error(), {});
   notify_connect_waiters({make_error_code(errc::closed), "the cluster node left the cluster"});
 }
 
-asio::awaitable<void> ClientCore::run() {
+ClientCore::Awaitable<void> ClientCore::run() {
   auto self = shared_from_this();  // keeps the state alive for as long as the loop runs
   auto backoff = options_.reconnect_delay_min;
   while (!closed_) {
@@ -190,6 +375,7 @@ asio::awaitable<void> ClientCore::run() {
       Failure write_failure;
       co_await (read_loop(read_failure) || write_loop(write_failure));
       connected_ = false;
+      write_buffer_.clear();  // its calls are in in_flight_, failed or resent below
       std::error_code ignored;
       socket_.close(ignored);
       if (closed_)
@@ -219,16 +405,16 @@ std::chrono::milliseconds ClientCore::next_backoff(std::chrono::milliseconds cur
   return doubled - std::chrono::milliseconds(static_cast<std::int64_t>(jitter_() % spread));
 }
 
-asio::awaitable<ClientCore::Failure> ClientCore::connect_once() {
+ClientCore::Awaitable<ClientCore::Failure> ClientCore::connect_once() {
   reader_ = std::make_unique<codec::ReplyReader>();
   std::error_code ec;
   socket_.close(ec);
 
   // One watchdog bounds resolving, connecting and the handshake: closing the socket (and
   // cancelling the resolver) makes whatever is pending complete with an error.
-  auto resolver = std::make_shared<asio::ip::tcp::resolver>(strand_);
+  auto resolver = std::make_shared<asio::ip::basic_resolver<asio::ip::tcp, Strand>>(strand_);
   auto timed_out = std::make_shared<bool>(false);
-  asio::steady_timer watchdog(strand_);
+  Timer watchdog(strand_);
   watchdog.expires_after(options_.connect_timeout);
   watchdog.async_wait([this, self = shared_from_this(), resolver, timed_out](std::error_code e) {
     if (e || *timed_out)
@@ -295,13 +481,19 @@ asio::awaitable<ClientCore::Failure> ClientCore::connect_once() {
     socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
     socket_.set_option(asio::socket_base::keep_alive(true), ignored);
   }
+  // Calls are written straight from the strand (send_waiting): a write must never block it.
+  socket_.non_blocking(true, ec);
+  if (ec) {
+    co_return finish({make_error_code(errc::connect_failed),
+                      "could not connect to Redis at " + url_.address() + ": " + ec.message()});
+  }
   if (closed_)
     co_return finish({make_error_code(errc::closed), "the client was closed"});
   Failure failure = co_await handshake();
   co_return finish(std::move(failure));
 }
 
-asio::awaitable<ClientCore::Failure> ClientCore::handshake() {
+ClientCore::Awaitable<ClientCore::Failure> ClientCore::handshake() {
   enum class Step { auth, select, set_name, ping };
   std::vector<Step> steps;
   std::string bytes;
@@ -361,8 +553,19 @@ asio::awaitable<ClientCore::Failure> ClientCore::handshake() {
   }
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const Reply& reply = replies[i];
-    if (!reply.is_error())
+    if (!reply.is_error()) {
+      // Each step has one success reply. Any other means that unsolicited bytes (a greeting)
+      // shifted the replies, and what is still to come would be taken for the first calls'.
+      const std::string_view expected = steps[i] == Step::ping ? "PONG" : "OK";
+      if (reply.type != Reply::Type::status || reply.str != expected) {
+        co_return Failure{make_error_code(errc::protocol_error),
+                          "the server at " + url_.address() +
+                              " answered the connection's setup with " + to_string(reply) +
+                              " where Redis answers " + std::string(expected) +
+                              "; it may not be a Redis server"};
+      }
       continue;
+    }
     switch (steps[i]) {
       case Step::auth:
         co_return Failure{
@@ -392,7 +595,7 @@ asio::awaitable<ClientCore::Failure> ClientCore::handshake() {
   co_return Failure{};
 }
 
-asio::awaitable<void> ClientCore::read_loop(Failure& failure) {
+ClientCore::Awaitable<void> ClientCore::read_loop(Failure& failure) {
   for (;;) {
     std::error_code ec;
     const std::size_t n = co_await socket_.async_read_some(asio::buffer(read_buffer_),
@@ -404,11 +607,17 @@ asio::awaitable<void> ClientCore::read_loop(Failure& failure) {
                      ") with the call in flight; it may or may not have run"};
       co_return;
     }
+    read_time_ = Clock::now();
     reader_->feed(read_buffer_.data(), n);
+    // The replies resume callers, whose next calls queue in waiting_. Every kWriteChunk replies
+    // they are sent: the server works on those while this loop parses the rest, instead of the
+    // two taking turns on whole reads (a read can hold hundreds of replies).
+    delivering_ = true;
     std::size_t delivered = 0;
     for (;;) {
-      std::optional<Reply> reply = reader_->next(ec);
+      Reply* reply = reader_->next(ec);
       if (ec || (reply && in_flight_.empty())) {
+        delivering_ = false;
         failure = {
             make_error_code(errc::protocol_error),
             ec ? "Redis at " + url_.address() + " sent a malformed reply: " + reader_->error_text()
@@ -418,40 +627,33 @@ asio::awaitable<void> ClientCore::read_loop(Failure& failure) {
       if (!reply)
         break;
       deliver(std::move(*reply));
-      // The replies resumed callers, whose next calls wait in waiting_. Every kWriteChunk replies,
-      // let the writer send them: the server works on those while this loop parses the rest,
-      // instead of the two taking turns on whole reads (a read can hold hundreds of replies).
-      if (++delivered >= kWriteChunk && !waiting_.empty()) {
+      if (++delivered == kWriteChunk) {
         delivered = 0;
-        co_await asio::post(strand_, use_awaitable);
-        if (closed_)
-          co_return;  // close() failed every call in flight
+        send_waiting();
       }
     }
+    delivering_ = false;
+    send_waiting();
   }
 }
 
-asio::awaitable<void> ClientCore::write_loop(Failure& failure) {
+ClientCore::Awaitable<void> ClientCore::write_loop(Failure& failure) {
   for (;;) {
-    while (waiting_.empty()) {
-      writer_idle_ = true;
+    if (write_buffer_.empty())
+      send_waiting();  // calls queued while connecting, or since the writer was woken
+    if (write_buffer_.empty()) {
+      // Everything went out: wait until a call needs the writer.
+      writer_waiting_ = true;
       writer_wakeup_.expires_at(Clock::time_point::max());
       std::error_code ignored;
       co_await writer_wakeup_.async_wait(asio::redirect_error(use_awaitable, ignored));
-      writer_idle_ = false;
+      writer_waiting_ = false;
       const auto state = co_await asio::this_coro::cancellation_state;
       if (state.cancelled() != asio::cancellation_type::none || closed_)
         co_return;
+      continue;
     }
-    // Everything queued goes out in one write, copied into one buffer: a sequence of buffers is
-    // sent at most 16 at a time (asio's limit per write_some), a syscall per 16 requests.
-    write_buffer_.clear();
-    while (!waiting_.empty()) {
-      for (const Request& request : waiting_.front()->requests)
-        write_buffer_ += request.bytes();
-      in_flight_.push_back(std::move(waiting_.front()));
-      waiting_.pop_front();
-    }
+    // The socket did not take it all at once: wait until it has.
     std::error_code ec;
     co_await asio::async_write(socket_, asio::buffer(write_buffer_),
                                asio::redirect_error(use_awaitable, ec));
@@ -461,107 +663,40 @@ asio::awaitable<void> ClientCore::write_loop(Failure& failure) {
                      ec.message() + "); the call may or may not have run"};
       co_return;
     }
+    write_buffer_.clear();
   }
 }
 
-void ClientCore::deliver(Reply reply) {
+void ClientCore::deliver(Reply&& reply) {
   Operation& front = *in_flight_.front();
-  front.replies.push_back(std::move(reply));
-  if (front.replies.size() < front.requests.size())
+  const std::size_t index = front.replies_received++;
+  const bool expired = expired_in_flight_ > 0;  // its caller already got command_timeout
+  if (!expired) {
+    if (front.requests()[index].is_script() && starts_with_noscript(reply))
+      front.noscript_replies.push_back(index);
+    else
+      front.on_reply(index, std::move(reply));
+  }
+  if (front.replies_received < front.requests().size())
     return;
   std::unique_ptr<Operation> done = std::move(in_flight_.front());
   in_flight_.pop_front();
-  if (expired_in_flight_ > 0) {
-    --expired_in_flight_;  // its caller already got command_timeout
-    return;
-  }
-  finish(std::move(done));
+  if (expired)
+    --expired_in_flight_;
+  else
+    finish(std::move(done));
 }
 
 void ClientCore::finish(std::unique_ptr<Operation> operation) {
-  // NOSCRIPT: the script cache was flushed or the server restarted. Nothing ran, so send the
-  // same calls as EVAL (which caches the script again) and answer the caller with those replies.
-  std::vector<std::size_t> missing;
-  for (std::size_t i = 0; i < operation->requests.size(); ++i)
-    if (operation->requests[i].is_script() && starts_with_noscript(operation->replies[i]))
-      missing.push_back(i);
-  if (missing.empty()) {
-    complete_after_replicas(std::move(operation));
+  if (operation->noscript_replies.empty()) {
+    operation->complete(*this, {}, {});
     return;
   }
-  auto retry = std::make_unique<Operation>();
-  retry->deadline = operation->deadline;
-  // Where each EVAL's reply is in the retry: a script call that a cluster sent after ASKING (to
-  // a node that imports its slot) needs ASKING again right before it.
-  std::vector<std::size_t> positions;
-  static const std::string asking = Request::command({"ASKING"}).bytes();
-  for (std::size_t i : missing) {
-    if (i > 0 && operation->requests[i - 1].bytes() == asking)
-      retry->requests.push_back(operation->requests[i - 1]);
-    positions.push_back(retry->requests.size());
-    retry->requests.push_back(operation->requests[i].eval_fallback());
-  }
-  retry->complete = [self = shared_from_this(), original = std::move(operation),
-                     missing = std::move(missing),
-                     positions = std::move(positions)](std::error_code ec, std::string detail,
-                                                       std::vector<Reply> replies) mutable {
-    if (ec) {
-      original->complete(ec, std::move(detail), {});
-      return;
-    }
-    for (std::size_t k = 0; k < missing.size(); ++k)
-      original->replies[missing[k]] = std::move(replies[positions[k]]);
-    self->complete_after_replicas(std::move(original));
-  };
   // Its deadline is older than any queued operation's: the front keeps deadlines in order.
-  enqueue(std::move(retry), true);
+  enqueue(std::make_unique<EvalFallback>(std::move(operation)), true);
 }
 
-// ClientOptions::replica_acks: a lease granted by this connection counts once enough replicas
-// acknowledged it. WAIT covers every write sent before it on the connection, so it may follow
-// the grant's reply rather than the grant itself.
-void ClientCore::complete_after_replicas(std::unique_ptr<Operation> operation) {
-  std::vector<std::size_t> grants;
-  if (options_.replica_acks > 0) {
-    for (std::size_t i = 0; i < operation->requests.size(); ++i)
-      if (operation->requests[i].is_lease_grant() && !operation->replies[i].is_error())
-        grants.push_back(i);
-  }
-  if (grants.empty() || closed_) {
-    operation->complete({}, {}, std::move(operation->replies));
-    return;
-  }
-  auto wait = std::make_unique<Operation>();
-  wait->deadline = Clock::now() + options_.command_timeout;
-  wait->requests.push_back(Request::command({"WAIT", std::to_string(options_.replica_acks),
-                                             std::to_string(options_.replica_ack_timeout.count())})
-                               .without_keys()
-                               .retry_safe());
-  wait->complete = [original = std::move(operation), grants = std::move(grants),
-                    wanted = options_.replica_acks, timeout = options_.replica_ack_timeout](
-                       std::error_code ec, std::string detail, std::vector<Reply> replies) mutable {
-    if (ec) {
-      // Unknown: the grant happened, its replication is not known.
-      original->complete(ec, std::move(detail), {});
-      return;
-    }
-    const Reply& acks = replies.front();
-    if (acks.type != Reply::Type::integer || acks.integer < wanted) {
-      const std::string why = acks.type == Reply::Type::integer
-                                  ? "NOTREPLICATED only " + std::to_string(acks.integer) + " of " +
-                                        std::to_string(wanted) +
-                                        " replicas acknowledged the lease within " +
-                                        std::to_string(timeout.count()) + " ms"
-                                  : "NOTREPLICATED WAIT failed: " + acks.str;
-      for (std::size_t i : grants)
-        original->replies[i] = Reply::make_error(why);
-    }
-    original->complete({}, {}, std::move(original->replies));
-  };
-  enqueue(std::move(wait), false);
-}
-
-asio::awaitable<void> ClientCore::expire_loop() {
+ClientCore::Awaitable<void> ClientCore::expire_loop() {
   auto self = shared_from_this();
   while (!closed_) {
     std::error_code ignored;
@@ -588,22 +723,20 @@ void ClientCore::expire_due(Clock::time_point now) {
   while (expired_in_flight_ < in_flight_.size() &&
          in_flight_[expired_in_flight_]->deadline <= now) {
     // Stays in in_flight_ so that its replies, when they come, are matched and dropped.
-    OperationCompletion complete = std::move(in_flight_[expired_in_flight_]->complete);
+    Operation& operation = *in_flight_[expired_in_flight_];
     ++expired_in_flight_;
-    complete(make_error_code(errc::command_timeout),
-             "Redis at " + url_.address() + " did not answer within " + timeout +
-                 "; the call was sent and may or may not have run",
-             {});
+    operation.complete(*this, make_error_code(errc::command_timeout),
+                       "Redis at " + url_.address() + " did not answer within " + timeout +
+                           "; the call was sent and may or may not have run");
   }
   while (!waiting_.empty() && waiting_.front()->deadline <= now) {
     std::unique_ptr<Operation> operation = std::move(waiting_.front());
     waiting_.pop_front();
-    operation->complete(make_error_code(errc::command_timeout),
+    operation->complete(*this, make_error_code(errc::command_timeout),
                         (connected_ ? "the call waited " + timeout + " to be sent to Redis at "
                                     : "no connection to Redis at ") +
                             url_.address() + (connected_ ? "" : " within " + timeout) +
-                            "; the call was not sent",
-                        {});
+                            "; the call was not sent");
   }
 }
 
@@ -614,10 +747,10 @@ void ClientCore::fail_in_flight(const Failure& failure) {
   for (std::size_t i = expired_in_flight_; i < in_flight_.size(); ++i) {
     std::unique_ptr<Operation>& operation = in_flight_[i];
     if (operation->retry_safe()) {
-      operation->replies.clear();
+      operation->noscript_replies.clear();
       resend.push_back(std::move(operation));
     } else {
-      operation->complete(failure.error, failure.detail, {});
+      operation->complete(*this, failure.error, failure.detail);
     }
   }
   in_flight_.clear();
@@ -630,13 +763,13 @@ void ClientCore::fail_in_flight(const Failure& failure) {
 
 void ClientCore::fail_everything(const Failure& failure) {
   for (std::size_t i = expired_in_flight_; i < in_flight_.size(); ++i)
-    in_flight_[i]->complete(failure.error, failure.detail, {});
+    in_flight_[i]->complete(*this, failure.error, failure.detail);
   in_flight_.clear();
   expired_in_flight_ = 0;
   std::deque<std::unique_ptr<Operation>> waiting = std::move(waiting_);
   waiting_.clear();
   for (auto& operation : waiting)
-    operation->complete(failure.error, failure.detail, {});
+    operation->complete(*this, failure.error, failure.detail);
   notify_connect_waiters(failure);
 }
 

@@ -1,18 +1,26 @@
 // The transport: one pipelined connection to one Redis server, owned by a strand.
 //
 // Every member below is touched only on strand_. Public entry points (submit, when_connected,
-// close) post to it, so they may be called from any thread.
+// close) may be called from any thread: they run their work on the strand, at once when the
+// calling thread may enter it.
 //
 // Operations queue in `waiting_`, move to `in_flight_` when written, and leave it when their last
 // reply arrives. Every operation gets the same timeout, so deadlines grow along
 // in_flight_ + waiting_; that order lets one timer expire them from the front. An operation that
 // expires while in flight stays in in_flight_ (it is a prefix: `expired_in_flight_`) so that its
 // replies, if they come, are matched and dropped.
+//
+// Writing: queued calls go out in one non-blocking write, made on the strand by whoever queued
+// them (a call on an idle connection is written at once; calls made by callers that replies
+// resumed are written by the read loop when it has delivered a chunk of replies; others wake the
+// writer coroutine, which writes everything that queued meanwhile). What the socket does not
+// take at once stays in `write_buffer_`, and the writer coroutine waits until it is sent.
 #pragma once
 
 #include <asio/awaitable.hpp>
+#include <asio/basic_stream_socket.hpp>
+#include <asio/basic_waitable_timer.hpp>
 #include <asio/generic/stream_protocol.hpp>
-#include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
 #include <deque>
 #include <memory>
@@ -27,13 +35,24 @@ namespace leasehold::detail {
 
 class ClientCore final : public Transport, public std::enable_shared_from_this<ClientCore> {
  public:
+  using Strand = asio::strand<asio::any_io_executor>;
+  // The loops and the I/O objects are typed on the strand itself rather than on any_io_executor:
+  // asio then hands each completion to the strand without first wrapping the strand in a new
+  // type-erased executor (a heap allocation or two per completion).
+  template <class T>
+  using Awaitable = asio::awaitable<T, Strand>;
+  using Socket = asio::basic_stream_socket<asio::generic::stream_protocol, Strand>;
+  using Timer = asio::basic_waitable_timer<Clock, asio::wait_traits<Clock>, Strand>;
+
   ClientCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options);
   // On a given strand: a cluster runs all its connections on its own strand.
-  ClientCore(asio::strand<asio::any_io_executor> strand, RedisUrl url, ClientOptions options);
+  ClientCore(Strand strand, RedisUrl url, ClientOptions options);
 
   // Starts the connect/reconnect loop. Call once, right after construction.
   void start();
 
+  // An operation whose deadline is set keeps it (a cluster keeps the caller's deadline across
+  // redirections); otherwise it is `sent` + the command timeout.
   void submit(std::unique_ptr<Operation> operation) override;
   void when_connected(UniqueFunction<void(std::error_code, std::string)> callback) override;
   void close() override;
@@ -42,9 +61,15 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   // again; other calls in flight fail with connection_lost. Call on the strand.
   void retire();
 
+  // Clock::now(), except on the strand while the replies of one read are handed out: then the
+  // time that read completed (see connection_now() in client.hpp).
+  Clock::time_point now() const noexcept override {
+    return strand_.running_in_this_thread() && delivering_ ? read_time_ : Clock::now();
+  }
+
   const RedisUrl& url() const noexcept override { return url_; }
   const ClientOptions& options() const noexcept override { return options_; }
-  const asio::strand<asio::any_io_executor>& strand() const noexcept override { return strand_; }
+  const Strand& strand() const noexcept override { return strand_; }
 
  private:
   struct Failure {
@@ -52,17 +77,19 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
     std::string detail;
   };
 
-  asio::awaitable<void> run();
-  asio::awaitable<Failure> connect_once();
-  asio::awaitable<Failure> handshake();
-  asio::awaitable<void> read_loop(Failure& failure);
-  asio::awaitable<void> write_loop(Failure& failure);
-  asio::awaitable<void> expire_loop();
+  Awaitable<void> run();
+  Awaitable<Failure> connect_once();
+  Awaitable<Failure> handshake();
+  Awaitable<void> read_loop(Failure& failure);
+  Awaitable<void> write_loop(Failure& failure);
+  Awaitable<void> expire_loop();
 
+  void accept(std::unique_ptr<Operation> operation);
   void enqueue(std::unique_ptr<Operation> operation, bool at_front);
-  void deliver(Reply reply);
+  void send_waiting();
+  void wake_writer();
+  void deliver(Reply&& reply);
   void finish(std::unique_ptr<Operation> operation);
-  void complete_after_replicas(std::unique_ptr<Operation> operation);
   void expire_due(Clock::time_point now);
   void rearm_expiry();
   void fail_in_flight(const Failure& failure);
@@ -72,14 +99,16 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
 
   const RedisUrl url_;
   const ClientOptions options_;
-  asio::strand<asio::any_io_executor> strand_;
-  asio::generic::stream_protocol::socket socket_;
-  asio::steady_timer writer_wakeup_;
-  asio::steady_timer expiry_timer_;
-  asio::steady_timer backoff_timer_;
+  Strand strand_;
+  Socket socket_;
+  Timer writer_wakeup_;
+  Timer expiry_timer_;
+  Timer backoff_timer_;
   std::unique_ptr<codec::ReplyReader> reader_;
   std::vector<char> read_buffer_;
-  std::string write_buffer_;  // the bytes of the write in progress (its capacity is kept)
+  // Bytes of calls in in_flight_ that the socket has not taken yet: while it holds any, the
+  // writer coroutine is sending them and nothing else may be written. (Its capacity is kept.)
+  std::string write_buffer_;
 
   std::deque<std::unique_ptr<Operation>> waiting_;
   std::deque<std::unique_ptr<Operation>> in_flight_;
@@ -87,7 +116,9 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
 
   std::vector<UniqueFunction<void(std::error_code, std::string)>> connect_waiters_;
   bool connected_ = false;
-  bool writer_idle_ = false;
+  bool writer_waiting_ = false;  // the writer coroutine waits on writer_wakeup_
+  bool delivering_ = false;      // the read loop hands out replies; it sends what they cause
+  Clock::time_point read_time_;  // when the read whose replies are handed out completed
   bool closed_ = false;
   Failure fatal_;  // set when the server refused our credentials or database: no more attempts
   std::minstd_rand jitter_;

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
+#include <asio/dispatch.hpp>
 #include <asio/post.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/use_awaitable.hpp>
 #include <charconv>
 
 #include "cluster_protocol.hpp"
+#include "codec.hpp"
 #include "leasehold/slot.hpp"
 
 namespace leasehold::detail {
@@ -34,14 +36,51 @@ bool is_connection_failure(std::error_code ec) {
 }  // namespace
 
 struct ClusterCore::Call {
-  std::vector<Request> requests;
+  std::unique_ptr<Operation> operation;  // the caller's
+  std::vector<Request::Keys> keys;       // per request: what routes it (COMMAND GETKEYS may fill)
+  std::vector<std::uint16_t> slots;
   std::vector<Reply> replies;
   std::size_t unanswered = 0;
   Clock::time_point deadline;
-  OperationCompletion complete;
   int redirections = 0;
   bool keys_known = false;
   bool done = false;
+
+  const Request& request(std::size_t index) const { return operation->requests()[index]; }
+  void set_key(std::size_t index, std::string_view key) {
+    const std::uint16_t slot = key_slot(key);
+    if (keys[index] == Request::Keys::unknown || keys[index] == Request::Keys::none) {
+      keys[index] = Request::Keys::one_slot;
+      slots[index] = slot;
+    } else if (keys[index] == Request::Keys::one_slot && slots[index] != slot) {
+      keys[index] = Request::Keys::cross_slot;
+    }
+  }
+};
+
+// An operation of the router's own (a part of a call for one node, CLUSTER SLOTS, COMMAND
+// GETKEYS): its requests, and a function that gets its replies.
+class ClusterCore::RouterOperation final : public Operation {
+ public:
+  using Done = UniqueFunction<void(std::error_code, std::string, std::vector<Reply>)>;
+
+  RouterOperation(std::vector<Request> requests, Clock::time_point sent_at,
+                  Clock::time_point deadline_at, Done done)
+      : requests_(std::move(requests)), replies_(requests_.size()), done_(std::move(done)) {
+    set_requests(requests_);
+    sent = sent_at;
+    deadline = deadline_at;
+  }
+
+  void on_reply(std::size_t index, Reply&& reply) override { replies_[index] = std::move(reply); }
+  void complete(Transport&, std::error_code error, std::string detail) override {
+    done_(error, std::move(detail), error ? std::vector<Reply>{} : std::move(replies_));
+  }
+
+ private:
+  std::vector<Request> requests_;
+  std::vector<Reply> replies_;
+  Done done_;
 };
 
 ClusterCore::ClusterCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options)
@@ -72,36 +111,38 @@ asio::awaitable<void> ClusterCore::refresh_loop() {
 
 void ClusterCore::submit(std::unique_ptr<Operation> operation) {
   if (operation->deadline == Clock::time_point{})
-    operation->deadline = Clock::now() + options_.command_timeout;
-  if (strand_.running_in_this_thread() && !closed_ && !fatal_.error &&
-      !operation->requests.empty()) {
+    operation->deadline = operation->sent + options_.command_timeout;
+  if (strand_.running_in_this_thread()) {
     accept(std::move(operation));
     return;
   }
-  asio::post(strand_, [self = shared_from_this(), operation = std::move(operation)]() mutable {
+  asio::dispatch(strand_, [self = shared_from_this(), operation = std::move(operation)]() mutable {
     self->accept(std::move(operation));
   });
 }
 
 void ClusterCore::accept(std::unique_ptr<Operation> operation) {
-  if (closed_ || fatal_.error) {
-    const Failure failure =
-        fatal_.error ? fatal_ : Failure{make_error_code(errc::closed), "the client was closed"};
-    operation->complete(failure.error, failure.detail, {});
-    return;
-  }
-  if (operation->requests.empty()) {
-    operation->complete({}, {}, {});
+  if (closed_ || fatal_.error || operation->requests().empty()) {
+    // Through the strand's queue, never from within the caller's own call (see ClientCore).
+    Failure failure = fatal_.error ? fatal_
+                      : closed_    ? Failure{make_error_code(errc::closed), "the client was closed"}
+                                   : Failure{};
+    asio::post(strand_, [self = shared_from_this(), operation = std::move(operation),
+                         failure = std::move(failure)]() mutable {
+      operation->complete(*self, failure.error, std::move(failure.detail));
+    });
     return;
   }
   auto call = std::make_shared<Call>();
-  call->requests = std::move(operation->requests);
-  call->replies.resize(call->requests.size());
-  call->unanswered = call->requests.size();
-  call->deadline = operation->deadline;
-  call->complete = std::move(operation->complete);
+  const std::size_t count = operation->requests().size();
+  call->operation = std::move(operation);
+  call->replies.resize(count);
+  call->unanswered = count;
+  call->deadline = call->operation->deadline;
   call->keys_known = true;
-  for (const Request& request : call->requests) {
+  for (const Request& request : call->operation->requests()) {
+    call->keys.push_back(request.keys());
+    call->slots.push_back(request.slot());
     if (request.keys() == Request::Keys::unknown)
       call->keys_known = false;
   }
@@ -109,8 +150,8 @@ void ClusterCore::accept(std::unique_ptr<Operation> operation) {
     resolve_unknown_keys(call);
     return;
   }
-  std::vector<std::size_t> all(call->requests.size());
-  for (std::size_t i = 0; i < all.size(); ++i)
+  std::vector<std::size_t> all(count);
+  for (std::size_t i = 0; i < count; ++i)
     all[i] = i;
   route(call, std::move(all));
 }
@@ -124,48 +165,48 @@ void ClusterCore::resolve_unknown_keys(const CallPtr& call) {
     return;
   }
   std::vector<std::size_t> unknown;
-  auto lookup = std::make_unique<Operation>();
-  lookup->deadline = call->deadline;
-  for (std::size_t i = 0; i < call->requests.size(); ++i) {
-    if (call->requests[i].keys() != Request::Keys::unknown)
+  std::vector<Request> lookups;
+  for (std::size_t i = 0; i < call->keys.size(); ++i) {
+    if (call->keys[i] != Request::Keys::unknown)
       continue;
+    const std::vector<std::string> command = codec::parse_command(call->request(i).bytes());
     std::vector<std::string_view> args = {"COMMAND", "GETKEYS"};
-    const std::vector<std::string_view> command = command_arguments(call->requests[i].bytes());
     args.insert(args.end(), command.begin(), command.end());
-    lookup->requests.push_back(Request::command(args).without_keys());
+    lookups.push_back(Request::command(std::span<const std::string_view>(args)).without_keys());
     unknown.push_back(i);
   }
-  lookup->complete = [self = shared_from_this(), call, unknown](
-                         std::error_code ec, std::string detail, std::vector<Reply> replies) {
-    if (call->done)
-      return;
-    if (ec == route_again_error()) {
-      self->resolve_unknown_keys(call);
-      return;
-    }
-    if (ec) {
-      if (is_connection_failure(ec))
-        self->refresh_soon();
-      self->fail(call, ec, std::move(detail));
-      return;
-    }
-    for (std::size_t k = 0; k < unknown.size(); ++k) {
-      Request& request = call->requests[unknown[k]];
-      // An error ("no key arguments", an unknown command, wrong arity): any node will do, and
-      // answers the call with its own error if there is one.
-      // (for_key() and without_keys() change the request in place.)
-      if (replies[k].type == Reply::Type::array) {
-        for (const Reply& key : replies[k].elements)
-          (void)std::move(request).for_key(key.str);
-      }
-      (void)std::move(request).without_keys();
-    }
-    call->keys_known = true;
-    std::vector<std::size_t> all(call->requests.size());
-    for (std::size_t i = 0; i < all.size(); ++i)
-      all[i] = i;
-    self->route(call, std::move(all));
-  };
+  auto lookup = std::make_unique<RouterOperation>(
+      std::move(lookups), call->operation->sent, call->deadline,
+      [self = shared_from_this(), call, unknown](std::error_code ec, std::string detail,
+                                                 std::vector<Reply> replies) {
+        if (call->done)
+          return;
+        if (ec == route_again_error()) {
+          self->resolve_unknown_keys(call);
+          return;
+        }
+        if (ec) {
+          if (is_connection_failure(ec))
+            self->refresh_soon();
+          self->fail(call, ec, std::move(detail));
+          return;
+        }
+        for (std::size_t k = 0; k < unknown.size(); ++k) {
+          // An error ("no key arguments", an unknown command, wrong arity): any node will do,
+          // and answers the call with its own error if there is one.
+          if (replies[k].type == Reply::Type::array) {
+            for (const Reply& key : replies[k].elements)
+              call->set_key(unknown[k], key.str);
+          }
+          if (call->keys[unknown[k]] == Request::Keys::unknown)
+            call->keys[unknown[k]] = Request::Keys::none;
+        }
+        call->keys_known = true;
+        std::vector<std::size_t> all(call->keys.size());
+        for (std::size_t i = 0; i < all.size(); ++i)
+          all[i] = i;
+        self->route(call, std::move(all));
+      });
   master->core->submit(std::move(lookup));
 }
 
@@ -174,7 +215,7 @@ void ClusterCore::route(const CallPtr& call, std::vector<std::size_t> indices) {
     return;
   // Refused before anything of the call is sent.
   for (std::size_t i : indices) {
-    if (call->requests[i].keys() == Request::Keys::cross_slot) {
+    if (call->keys[i] == Request::Keys::cross_slot) {
       fail(call, make_error_code(errc::cross_slot),
            "the keys of request " + std::to_string(i + 1) +
                " of the call are in different hash "
@@ -186,9 +227,8 @@ void ClusterCore::route(const CallPtr& call, std::vector<std::size_t> indices) {
   std::map<Node*, std::vector<std::size_t>> by_node;
   std::vector<std::size_t> unrouted;
   for (std::size_t i : indices) {
-    const Request& request = call->requests[i];
     Node* node =
-        request.keys() == Request::Keys::one_slot ? slot_owner_[request.slot()] : any_master();
+        call->keys[i] == Request::Keys::one_slot ? slot_owner_[call->slots[i]] : any_master();
     if (node == nullptr)
       unrouted.push_back(i);
     else
@@ -209,19 +249,19 @@ void ClusterCore::park(const CallPtr& call, std::vector<std::size_t> indices) {
 
 void ClusterCore::send(const CallPtr& call, Node& node, std::vector<std::size_t> indices,
                        bool asking) {
-  auto operation = std::make_unique<Operation>();
-  operation->deadline = call->deadline;
+  std::vector<Request> requests;
+  requests.reserve(indices.size() + (asking ? 1 : 0));
   if (asking)
-    operation->requests.push_back(Request::command({"ASKING"}).without_keys());
+    requests.push_back(Request::command({"ASKING"}).without_keys());
   for (std::size_t i : indices)
-    operation->requests.push_back(call->requests[i]);
-  operation->complete = [self = shared_from_this(), call, address = node.endpoint.address(),
-                         indices, asking](std::error_code ec, std::string detail,
-                                          std::vector<Reply> replies) mutable {
-    self->on_replies(call, address, std::move(indices), asking, ec, std::move(detail),
-                     std::move(replies));
-  };
-  node.core->submit(std::move(operation));
+    requests.push_back(call->request(i));
+  node.core->submit(std::make_unique<RouterOperation>(
+      std::move(requests), call->operation->sent, call->deadline,
+      [self = shared_from_this(), call, address = node.endpoint.address(), indices,
+       asking](std::error_code ec, std::string detail, std::vector<Reply> replies) mutable {
+        self->on_replies(call, address, std::move(indices), asking, ec, std::move(detail),
+                         std::move(replies));
+      }));
 }
 
 void ClusterCore::on_replies(const CallPtr& call, const std::string& address,
@@ -309,14 +349,16 @@ void ClusterCore::fail(const CallPtr& call, std::error_code ec, std::string deta
   if (call->done)
     return;
   call->done = true;
-  call->complete(ec, std::move(detail), {});
+  call->operation->complete(*this, ec, std::move(detail));
 }
 
 void ClusterCore::finish_if_done(const CallPtr& call) {
   if (call->done || call->unanswered > 0)
     return;
   call->done = true;
-  call->complete({}, {}, std::move(call->replies));
+  for (std::size_t i = 0; i < call->replies.size(); ++i)
+    call->operation->on_reply(i, std::move(call->replies[i]));
+  call->operation->complete(*this, {}, {});
 }
 
 ClusterCore::Node& ClusterCore::node_at(const RedisUrl::Endpoint& endpoint) {
@@ -384,14 +426,16 @@ void ClusterCore::refresh() {
     }
   }
   refresh_pending_ = asked.size();
+  const Clock::time_point now = Clock::now();
   for (const RedisUrl::Endpoint& endpoint : asked) {
-    auto operation = std::make_unique<Operation>();
-    operation->requests.push_back(Request::command({"CLUSTER", "SLOTS"}).without_keys());
-    operation->complete = [self = shared_from_this(), generation, endpoint](
-                              std::error_code ec, std::string detail, std::vector<Reply> replies) {
-      self->on_slots(generation, endpoint, ec, std::move(detail), std::move(replies));
-    };
-    node_at(endpoint).core->submit(std::move(operation));
+    std::vector<Request> requests;
+    requests.push_back(Request::command({"CLUSTER", "SLOTS"}).without_keys());
+    node_at(endpoint).core->submit(std::make_unique<RouterOperation>(
+        std::move(requests), now, now + options_.command_timeout,
+        [self = shared_from_this(), generation, endpoint](
+            std::error_code ec, std::string detail, std::vector<Reply> replies) {
+          self->on_slots(generation, endpoint, ec, std::move(detail), std::move(replies));
+        }));
   }
 }
 

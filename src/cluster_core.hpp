@@ -34,6 +34,7 @@ class ClusterCore final : public Transport, public std::enable_shared_from_this<
   void when_connected(UniqueFunction<void(std::error_code, std::string)> callback) override;
   void close() override;
 
+  Clock::time_point now() const noexcept override { return Clock::now(); }
   const RedisUrl& url() const noexcept override { return url_; }
   const ClientOptions& options() const noexcept override { return options_; }
   const asio::strand<asio::any_io_executor>& strand() const noexcept override { return strand_; }
@@ -44,6 +45,7 @@ class ClusterCore final : public Transport, public std::enable_shared_from_this<
     std::shared_ptr<ClientCore> core;
   };
   struct Call;
+  class RouterOperation;
   using CallPtr = std::shared_ptr<Call>;
   struct Failure {
     std::error_code error;

@@ -42,33 +42,6 @@ bool parse_redirection(std::string_view message, std::uint16_t& slot, RedisUrl::
   return true;
 }
 
-std::vector<std::string_view> command_arguments(const std::string& bytes) {
-  std::vector<std::string_view> args;
-  std::string_view rest(bytes);
-  auto read_line = [&rest](std::string_view& line) {
-    const auto end = rest.find("\r\n");
-    if (end == std::string_view::npos)
-      return false;
-    line = rest.substr(0, end);
-    rest.remove_prefix(end + 2);
-    return true;
-  };
-  std::string_view line;
-  std::size_t count = 0;
-  if (!read_line(line) || line.empty() || line.front() != '*' ||
-      !parse_whole(line.substr(1), count))
-    return {};
-  for (std::size_t i = 0; i < count; ++i) {
-    std::size_t length = 0;
-    if (!read_line(line) || line.empty() || line.front() != '$' ||
-        !parse_whole(line.substr(1), length) || rest.size() < length + 2)
-      return {};
-    args.push_back(rest.substr(0, length));
-    rest.remove_prefix(length + 2);
-  }
-  return args;
-}
-
 bool parse_slot_map(const Reply& slots, const std::string& asked_host,
                     std::vector<SlotRange>& ranges) {
   ranges.clear();

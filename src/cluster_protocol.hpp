@@ -1,5 +1,5 @@
-// The pure parts of speaking to a Redis Cluster: redirections, the slot map, a request's
-// arguments. No sockets; unit-tested in tests/unit/cluster_protocol_test.cpp.
+// The pure parts of speaking to a Redis Cluster: redirections and the slot map. No sockets;
+// unit-tested in tests/unit/cluster_protocol_test.cpp.
 #pragma once
 
 #include <cstdint>
@@ -16,10 +16,6 @@ namespace leasehold::detail {
 // host means the host of the node that answered. False if the message is malformed.
 bool parse_redirection(std::string_view message, std::uint16_t& slot, RedisUrl::Endpoint& endpoint,
                        const std::string& replying_host);
-
-// The arguments of a request from its RESP bytes (an array of bulk strings, as
-// redisFormatCommandArgv writes it); empty if the bytes are not that.
-std::vector<std::string_view> command_arguments(const std::string& bytes);
 
 struct SlotRange {
   std::size_t first = 0;

@@ -3,33 +3,76 @@
 #include <hiredis/hiredis.h>
 
 #include <cstdlib>
+#include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "leasehold/error.hpp"
 
 namespace leasehold::codec {
 
-std::string format_command(std::span<const std::string_view> args) {
-  std::vector<const char*> argv(args.size());
-  std::vector<std::size_t> lengths(args.size());
+namespace {
+
+// Arg: std::string_view or std::string.
+template <class Arg>
+FormattedCommand format_arguments(std::span<const Arg> args) {
+  // Most commands have a few arguments: their pointers and lengths stay on the stack.
+  constexpr std::size_t kOnStack = 16;
+  const char* argv_on_stack[kOnStack];
+  std::size_t lengths_on_stack[kOnStack];
+  std::vector<const char*> argv_on_heap;
+  std::vector<std::size_t> lengths_on_heap;
+  const char** argv = argv_on_stack;
+  std::size_t* lengths = lengths_on_stack;
+  if (args.size() > kOnStack) {
+    argv_on_heap.resize(args.size());
+    lengths_on_heap.resize(args.size());
+    argv = argv_on_heap.data();
+    lengths = lengths_on_heap.data();
+  }
   for (std::size_t i = 0; i < args.size(); ++i) {
     argv[i] = args[i].data();
     lengths[i] = args[i].size();
   }
   char* out = nullptr;
-  const int length =
-      redisFormatCommandArgv(&out, static_cast<int>(args.size()), argv.data(), lengths.data());
+  const int length = redisFormatCommandArgv(&out, static_cast<int>(args.size()), argv, lengths);
   if (length < 0 || out == nullptr)
     throw std::bad_alloc();
-  std::string bytes(out, static_cast<std::size_t>(length));
-  redisFreeCommand(out);
-  return bytes;
+  return {out, static_cast<std::size_t>(length)};
+}
+
+std::string as_string(FormattedCommand command) {
+  const std::unique_ptr<char, void (*)(char*) noexcept> owned(command.bytes, &free_formatted);
+  return std::string(command.bytes, command.size);
+}
+
+}  // namespace
+
+FormattedCommand format(std::span<const std::string_view> args) {
+  return format_arguments(args);
+}
+
+FormattedCommand format(std::span<const std::string> args) {
+  return format_arguments(args);
+}
+
+void free_formatted(char* bytes) noexcept {
+  redisFreeCommand(bytes);
+}
+
+std::string format_command(std::span<const std::string_view> args) {
+  return as_string(format(args));
+}
+
+std::string format_command(std::span<const std::string> args) {
+  return as_string(format(args));
 }
 
 namespace {
 
-// hiredis calls these to build each reply node. A root is heap-allocated; a child lives inside its
-// parent's `elements`, which createArray sized up front. Only roots are ever freed.
+// hiredis calls these to build each reply node. The root goes into the reader's one slot (its
+// privdata), which next() hands out until the next reply: no allocation per reply. A child lives
+// inside its parent's `elements`, which create_array sized up front.
 Reply* place(const redisReadTask* task, Reply&& value) {
   if (task->parent != nullptr) {
     auto* parent = static_cast<Reply*>(task->parent->obj);
@@ -37,7 +80,9 @@ Reply* place(const redisReadTask* task, Reply&& value) {
     slot = std::move(value);
     return &slot;
   }
-  return new Reply(std::move(value));
+  auto* root = static_cast<Reply*>(task->privdata);
+  *root = std::move(value);
+  return root;
 }
 
 void* create_string(const redisReadTask* task, char* str, size_t len) {
@@ -64,8 +109,9 @@ void* create_nil(const redisReadTask* task) {
   return place(task, Reply::make_nil());
 }
 
-void free_object(void* reply) {
-  delete static_cast<Reply*>(reply);
+// hiredis frees only roots (a reply abandoned by an error, or by the reader's end): the slot.
+void free_object(void* root) {
+  *static_cast<Reply*>(root) = Reply{};
 }
 
 redisReplyObjectFunctions reply_functions = {create_string, create_array, create_integer,
@@ -75,12 +121,14 @@ redisReplyObjectFunctions reply_functions = {create_string, create_array, create
 
 struct ReplyReader::Impl {
   redisReader* reader = nullptr;
+  Reply root;  // the reply being read (see place())
 };
 
 ReplyReader::ReplyReader() : impl_(std::make_unique<Impl>()) {
   impl_->reader = redisReaderCreateWithFunctions(&reply_functions);
   if (impl_->reader == nullptr)
     throw std::bad_alloc();
+  impl_->reader->privdata = &impl_->root;
   impl_->reader->maxbuf = 0;  // keep the buffer: no shrinking/regrowing on every large read
 }
 
@@ -93,16 +141,13 @@ void ReplyReader::feed(const char* data, std::size_t size) {
     throw std::bad_alloc();
 }
 
-std::optional<Reply> ReplyReader::next(std::error_code& ec) {
+Reply* ReplyReader::next(std::error_code& ec) {
   void* raw = nullptr;
   if (redisReaderGetReply(impl_->reader, &raw) != REDIS_OK) {
     ec = make_error_code(errc::protocol_error);
-    return std::nullopt;
+    return nullptr;
   }
-  if (raw == nullptr)
-    return std::nullopt;
-  std::unique_ptr<Reply> reply(static_cast<Reply*>(raw));
-  return std::move(*reply);
+  return static_cast<Reply*>(raw);  // the root slot, or nullptr
 }
 
 bool ReplyReader::idle() const {
@@ -111,6 +156,23 @@ bool ReplyReader::idle() const {
 
 std::string ReplyReader::error_text() const {
   return impl_->reader->errstr;
+}
+
+std::vector<std::string> parse_command(std::string_view bytes) {
+  ReplyReader reader;
+  reader.feed(bytes.data(), bytes.size());
+  std::error_code ec;
+  Reply* command = reader.next(ec);
+  if (ec || !command || command->type != Reply::Type::array || !reader.idle())
+    throw std::invalid_argument("leasehold: not one formatted command");
+  std::vector<std::string> args;
+  args.reserve(command->elements.size());
+  for (Reply& arg : command->elements) {
+    if (arg.type != Reply::Type::string)
+      throw std::invalid_argument("leasehold: not one formatted command");
+    args.push_back(std::move(arg.str));
+  }
+  return args;
 }
 
 }  // namespace leasehold::codec

@@ -5,18 +5,34 @@
 
 #include <cstddef>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include "leasehold/reply.hpp"
 
 namespace leasehold::codec {
 
-// The RESP bytes of one command (args[0] is the command name).
+// One command formatted by hiredis, in the buffer hiredis allocated: free it with
+// free_formatted().
+struct FormattedCommand {
+  char* bytes = nullptr;
+  std::size_t size = 0;
+};
+FormattedCommand format(std::span<const std::string_view> args);
+FormattedCommand format(std::span<const std::string> args);
+void free_formatted(char* bytes) noexcept;
+
+// The RESP bytes of one command (args[0] is the command name), as a string.
 std::string format_command(std::span<const std::string_view> args);
+std::string format_command(std::span<const std::string> args);
+
+// The arguments of a command formatted by format_command (read back by the reply reader: a
+// command is an array of bulk strings). Throws std::invalid_argument if `bytes` is not exactly one
+// such command.
+std::vector<std::string> parse_command(std::string_view bytes);
 
 // Incremental reply parser: feed() bytes as they arrive, then take complete replies with next().
 class ReplyReader {
@@ -27,9 +43,10 @@ class ReplyReader {
   ReplyReader& operator=(const ReplyReader&) = delete;
 
   void feed(const char* data, std::size_t size);
-  // The next complete reply, std::nullopt if more bytes are needed. On malformed input sets ec to
-  // errc::protocol_error (and the reader must be discarded).
-  std::optional<Reply> next(std::error_code& ec);
+  // The next complete reply, nullptr if more bytes are needed. It lives in the reader until the
+  // next call (move it out to keep it). On malformed input sets ec to errc::protocol_error (and
+  // the reader must be discarded).
+  Reply* next(std::error_code& ec);
   // True when nothing is buffered: no unread bytes, no reply partly read.
   bool idle() const;
   // Hiredis' description of the last protocol error.

@@ -39,8 +39,8 @@ const Script& lock_try_fenced_script() {
 namespace {
 
 Request lease_script_request(const LeaseState& state, bool extend) {
-  const std::string ttl = std::to_string(state.ttl.count());
-  const std::string_view args[] = {state.id_hex, ttl};
+  const DecimalDigits ttl(state.ttl.count());
+  const std::string_view args[] = {state.id_hex(), ttl.view()};
   const std::span<const std::string_view> id_only(args, 1);
   const std::span<const std::string_view> id_and_ttl(args, 2);
   if (state.kind == LeaseKind::lock) {

@@ -147,7 +147,7 @@ int run(const Globals& globals, const RunOptions& options) {
   };
 
   std::vector<std::pair<std::string, std::string>> environment = {
-      {"LEASEHOLD_NAME", options.name}, {"LEASEHOLD_TOKEN", (*lease)->id_hex}};
+      {"LEASEHOLD_NAME", options.name}, {"LEASEHOLD_TOKEN", (*lease)->id.hex()}};
   if ((*lease)->fence != 0)
     environment.emplace_back("LEASEHOLD_FENCE", std::to_string((*lease)->fence));
   const Child child = spawn_child(options.command, environment);

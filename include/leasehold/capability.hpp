@@ -88,8 +88,8 @@ class Handle {
 
   template <class Q, class Token>
   requires AllowedBy<Capability, Q>
-  auto async_process(const Q& query, Token&& token) {
-    return client_->async_process(query, std::forward<Token>(token));
+  auto async_process(Q query, Token&& token) {
+    return client_->async_process(std::move(query), std::forward<Token>(token));
   }
 
  private:

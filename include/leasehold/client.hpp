@@ -22,13 +22,17 @@
 #include <asio/async_result.hpp>
 #include <asio/dispatch.hpp>
 #include <asio/execution/outstanding_work.hpp>
+#include <asio/io_context.hpp>
 #include <asio/prefer.hpp>
 #include <asio/strand.hpp>
 #include <chrono>
+#include <future>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -64,11 +68,175 @@ struct ClientOptions {
 
 namespace detail {
 
-// What the transport hands back for one operation: an error for the whole operation, or one
-// reply per request.
-using OperationCompletion = UniqueFunction<void(std::error_code, std::string, std::vector<Reply>)>;
-
 class Transport;
+
+// One call handed to the connection: its requests, the replies they get and what to do with
+// them, all in one allocation. The connection owns it from submit() until it calls complete(),
+// and calls on_reply() and complete() on its strand only.
+class Operation {
+ public:
+  Operation() = default;
+  Operation(const Operation&) = delete;
+  Operation& operator=(const Operation&) = delete;
+  virtual ~Operation() = default;
+
+  std::span<const Request> requests() const noexcept { return requests_; }
+  // True if every request may be sent again after the connection was lost with it in flight.
+  bool retry_safe() const noexcept;
+
+  // The reply to requests()[index] (each index once, unless the operation is sent again).
+  virtual void on_reply(std::size_t index, Reply&& reply) = 0;
+  // The end, called once: with every reply given (no error), or the error of the whole call.
+  // `core` takes what the completion sends without waiting (the clean-up of an unknown outcome).
+  virtual void complete(Transport& core, std::error_code error, std::string detail) = 0;
+
+  Clock::time_point sent;  // when the call was made: lease deadlines and the timeout count from it
+  // The connection's bookkeeping.
+  Clock::time_point deadline;
+  std::size_t replies_received = 0;
+  std::vector<std::size_t> noscript_replies;  // requests answered NOSCRIPT, sent again as EVAL
+
+ protected:
+  // The derived operation's requests, which it stores.
+  void set_requests(std::span<const Request> requests) noexcept { requests_ = requests; }
+
+ private:
+  std::span<const Request> requests_;
+};
+
+// Calls handler(args...) through `executor` as asio::dispatch does. When the executor is an
+// io_context's running in this thread (the usual case: a coroutine on the connection's
+// io_context), that means at once, and it is done without dispatch's type-erased wrapping.
+template <class Executor, class Handler, class... Args>
+void dispatch_completion(const Executor& executor, Handler handler, Args&&... args) {
+  if constexpr (std::is_same_v<Executor, asio::any_io_executor>) {
+    using TrackedIoExecutor =
+        std::decay_t<decltype(asio::prefer(std::declval<asio::io_context::executor_type>(),
+                                           asio::execution::outstanding_work.tracked))>;
+    const auto* io = executor.template target<TrackedIoExecutor>();
+    if (io != nullptr && io->running_in_this_thread()) {
+      std::move(handler)(std::forward<Args>(args)...);
+      return;
+    }
+  }
+  asio::dispatch(executor,
+                 [handler = std::move(handler), ... args = std::forward<Args>(args)]() mutable {
+                   std::move(handler)(std::move(args)...);
+                 });
+}
+
+// Sends a request whose outcome nobody waits for.
+void send_without_waiting(Transport& core, Request request);
+
+// The current time for a call's Timing, as the connection tells it: on its strand, while it hands
+// out the replies of one read, the time that read completed (never later than the truth: a
+// call's `sent` is then a little early, which only shortens its lease; a reply's `received` is
+// when it was read), so that calls made by callers that replies resume cost no clock read of
+// their own. Clock::now() anywhere else.
+Clock::time_point connection_now(const Transport& core) noexcept;
+
+// Sends, without waiting, what a query asks for when its outcome is unknown.
+template <Query Q>
+void clean_up_unknown_outcome(Transport& core, const Q& query, std::error_code ec) {
+  if constexpr (HasUnknownOutcomeCleanup<Q>) {
+    // An acquire that replicas did not acknowledge is released like an unknown one.
+    if (!outcome_unknown(ec) && ec != errc::not_replicated)
+      return;
+    if (std::optional<Request> cleanup = query.on_unknown_outcome())
+      send_without_waiting(core, std::move(*cleanup));
+  }
+}
+
+// The outcome of one query, from the connection's verdict and its reply.
+template <Query Q>
+Result<typename Q::result_type> outcome_of(Transport& core, const Q& query, std::error_code error,
+                                           std::string detail, Reply& reply,
+                                           Clock::time_point sent) {
+  if (error) {
+    clean_up_unknown_outcome(core, query, error);
+    return Result<typename Q::result_type>(error, std::move(detail));
+  }
+  Result<typename Q::result_type> result =
+      query.parse(std::move(reply), Timing{sent, connection_now(core)});
+  if (!result)
+    clean_up_unknown_outcome(core, query, result.error());
+  return result;
+}
+
+// One query as an operation: `on_outcome(Result<Q::result_type>)` gets its outcome.
+template <Query Q, class OnOutcome>
+class QueryOperation final : public Operation {
+ public:
+  QueryOperation(Q query, Clock::time_point sent_at, OnOutcome on_outcome)
+      : query_(std::move(query)), on_outcome_(std::move(on_outcome)) {
+    sent = sent_at;
+    if constexpr (kQueryKeepsRequest) {
+      set_requests({&query_.request(), 1});
+    } else {
+      request_ = query_.request();
+      set_requests({&request_, 1});
+    }
+  }
+
+  void on_reply(std::size_t, Reply&& reply) override { reply_ = std::move(reply); }
+  void complete(Transport& core, std::error_code error, std::string detail) override {
+    on_outcome_(outcome_of(core, query_, error, std::move(detail), reply_, sent));
+  }
+
+ private:
+  // A query that keeps its request (request() returns a reference) is sent from there.
+  static constexpr bool kQueryKeepsRequest =
+      std::is_lvalue_reference_v<decltype(std::declval<const Q&>().request())>;
+  struct NoRequest {};
+
+  Q query_;
+  [[no_unique_address]] std::conditional_t<kQueryKeepsRequest, NoRequest, Request> request_;
+  Reply reply_;
+  OnOutcome on_outcome_;
+};
+
+// A batch of queries as one operation: `on_outcome(error, detail, results)` gets an error for
+// the whole batch (and no results), or one Result per query.
+template <Query Q, class OnOutcome>
+class BatchOperation final : public Operation {
+ public:
+  using Results = std::vector<Result<typename Q::result_type>>;
+
+  BatchOperation(std::vector<Q> queries, Clock::time_point sent_at, OnOutcome on_outcome)
+      : queries_(std::move(queries)),
+        replies_(queries_.size()),
+        on_outcome_(std::move(on_outcome)) {
+    sent = sent_at;
+    requests_.reserve(queries_.size());
+    for (const Q& query : queries_)
+      requests_.push_back(query.request());
+    set_requests(requests_);
+  }
+
+  void on_reply(std::size_t index, Reply&& reply) override { replies_[index] = std::move(reply); }
+  void complete(Transport& core, std::error_code error, std::string detail) override {
+    Results results;
+    if (error) {
+      for (const Q& query : queries_)
+        clean_up_unknown_outcome(core, query, error);
+    } else {
+      results.reserve(queries_.size());
+      const Timing timing{sent, connection_now(core)};
+      for (std::size_t i = 0; i < queries_.size(); ++i) {
+        results.push_back(queries_[i].parse(std::move(replies_[i]), timing));
+        if (!results.back())
+          clean_up_unknown_outcome(core, queries_[i], results.back().error());
+      }
+    }
+    on_outcome_(error, std::move(detail), std::move(results));
+  }
+
+ private:
+  std::vector<Q> queries_;
+  std::vector<Request> requests_;
+  std::vector<Reply> replies_;
+  OnOutcome on_outcome_;
+};
 
 }  // namespace detail
 
@@ -151,29 +319,22 @@ class Client {
   // Completion signature: void(std::error_code, Q::result_type).
   template <Query Q,
             asio::completion_token_for<void(std::error_code, typename Q::result_type)> Token>
-  auto async_process(const Q& query, Token&& token) {
+  auto async_process(Q query, Token&& token) {
     using T = typename Q::result_type;
     return asio::async_initiate<Token, void(std::error_code, T)>(
         [this](auto handler, Q query) {
+          const Clock::time_point sent = detail::connection_now(*core_);
           auto work = tracked_executor(handler);
-          const Clock::time_point sent = Clock::now();
-          std::vector<Request> requests;
-          requests.push_back(query.request());
-          submit(std::move(requests),
-                 [core = core_, handler = std::move(handler), work, query = std::move(query), sent](
-                     std::error_code ec, std::string detail, std::vector<Reply> replies) mutable {
-                   Result<T> result =
-                       complete_one(core, query, ec, std::move(detail), replies, sent);
-                   T value{};
-                   if (result)
-                     value = std::move(*result);
-                   asio::dispatch(work, [handler = std::move(handler), ec = result.error(),
-                                         value = std::move(value)]() mutable {
-                     std::move(handler)(ec, std::move(value));
-                   });
-                 });
+          auto on_outcome = [handler = std::move(handler),
+                             work = std::move(work)](Result<T> result) mutable {
+            const std::error_code ec = result.error();
+            detail::dispatch_completion(work, std::move(handler), ec,
+                                        result ? std::move(*result) : T{});
+          };
+          submit(std::make_unique<detail::QueryOperation<Q, decltype(on_outcome)>>(
+              std::move(query), sent, std::move(on_outcome)));
         },
-        token, query);
+        token, std::move(query));
   }
 
   // Completion signature: void(std::error_code, std::vector<Result<Q::result_type>>).
@@ -182,19 +343,14 @@ class Client {
     using Results = std::vector<Result<typename Q::result_type>>;
     return asio::async_initiate<Token, void(std::error_code, Results)>(
         [this](auto handler, std::vector<Q> queries) {
+          const Clock::time_point sent = detail::connection_now(*core_);
           auto work = tracked_executor(handler);
-          const Clock::time_point sent = Clock::now();
-          std::vector<Request> requests = requests_of<Q>(queries);
-          submit(
-              std::move(requests),
-              [core = core_, handler = std::move(handler), work, queries = std::move(queries),
-               sent](std::error_code ec, std::string detail, std::vector<Reply> replies) mutable {
-                Results results = complete_all<Q>(core, queries, ec, detail, replies, sent);
-                asio::dispatch(work, [handler = std::move(handler), ec,
-                                      results = std::move(results)]() mutable {
-                  std::move(handler)(ec, std::move(results));
-                });
-              });
+          auto on_outcome = [handler = std::move(handler), work = std::move(work)](
+                                std::error_code ec, std::string, Results results) mutable {
+            detail::dispatch_completion(work, std::move(handler), ec, std::move(results));
+          };
+          submit(std::make_unique<detail::BatchOperation<Q, decltype(on_outcome)>>(
+              std::move(queries), sent, std::move(on_outcome)));
         },
         token, std::vector<Q>(batch.begin(), batch.end()));
   }
@@ -207,21 +363,10 @@ class Client {
   bool running_in_io_thread() const noexcept;
 
  private:
-  using CorePtr = std::shared_ptr<detail::Transport>;
-
-  struct SyncOutcome {
-    std::error_code error;
-    std::string detail;
-    std::vector<Reply> replies;
-  };
-
-  void submit(std::vector<Request> requests, detail::OperationCompletion completion) {
-    submit_to(core_, std::move(requests), std::move(completion));
-  }
-  static void submit_to(const CorePtr& core, std::vector<Request> requests,
-                        detail::OperationCompletion completion);
+  void submit(std::unique_ptr<detail::Operation> operation);
   void when_connected(detail::UniqueFunction<void(std::error_code, std::string)> callback);
-  SyncOutcome run_sync(std::vector<Request> requests);
+  // errc::called_from_io_thread where a blocking call would wait for itself.
+  std::error_code check_not_io_thread() const noexcept;
   // The connection's strand, by reference: the default executor for handlers that have none.
   // (get_executor() would cost an allocation per call: a strand does not fit in an
   // any_io_executor's small-object buffer.)
@@ -235,68 +380,20 @@ class Client {
                         asio::execution::outstanding_work.tracked);
   }
 
-  // Sends, without waiting, what a query asks for when its outcome is unknown.
-  template <Query Q>
-  static void clean_up_unknown_outcome(const CorePtr& core, const Q& query, std::error_code ec) {
-    if constexpr (HasUnknownOutcomeCleanup<Q>) {
-      // An acquire that replicas did not acknowledge is released like an unknown one.
-      if (!outcome_unknown(ec) && ec != errc::not_replicated)
-        return;
-      if (std::optional<Request> cleanup = query.on_unknown_outcome()) {
-        std::vector<Request> requests;
-        requests.push_back(std::move(*cleanup));
-        submit_to(core, std::move(requests),
-                  [](std::error_code, std::string, std::vector<Reply>) {});
-      }
-    }
-  }
-
-  // The outcome of one query from the transport's completion.
-  template <Query Q>
-  static Result<typename Q::result_type> complete_one(const CorePtr& core, const Q& query,
-                                                      std::error_code ec, std::string detail,
-                                                      std::vector<Reply>& replies,
-                                                      Clock::time_point sent) {
-    if (ec) {
-      clean_up_unknown_outcome(core, query, ec);
-      return Result<typename Q::result_type>(ec, std::move(detail));
-    }
-    Result<typename Q::result_type> result =
-        query.parse(std::move(replies.front()), Timing{sent, Clock::now()});
-    if (!result)
-      clean_up_unknown_outcome(core, query, result.error());
-    return result;
-  }
-
-  template <Query Q>
-  static std::vector<Result<typename Q::result_type>> complete_all(
-      const CorePtr& core, std::span<const Q> batch, std::error_code ec, const std::string& detail,
-      std::vector<Reply>& replies, Clock::time_point sent) {
-    (void)detail;
-    std::vector<Result<typename Q::result_type>> results;
-    if (ec) {
-      for (const Q& query : batch)
-        clean_up_unknown_outcome(core, query, ec);
-      return results;
-    }
-    results.reserve(batch.size());
-    const Timing timing{sent, Clock::now()};
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      results.push_back(batch[i].parse(std::move(replies[i]), timing));
-      if (!results.back())
-        clean_up_unknown_outcome(core, batch[i], results.back().error());
-    }
-    return results;
-  }
-
   template <Query Q>
   typename Q::result_type process_one(const Q& query, std::error_code& ec, std::string& detail) {
+    using T = typename Q::result_type;
+    if ((ec = check_not_io_thread())) {
+      detail = "process() was called on the client's I/O thread";
+      return {};
+    }
     const Clock::time_point sent = Clock::now();
-    std::vector<Request> requests;
-    requests.push_back(query.request());
-    SyncOutcome outcome = run_sync(std::move(requests));
-    Result<typename Q::result_type> result =
-        complete_one(core_, query, outcome.error, std::move(outcome.detail), outcome.replies, sent);
+    std::promise<Result<T>> promise;
+    std::future<Result<T>> future = promise.get_future();
+    auto on_outcome = [&promise](Result<T> result) { promise.set_value(std::move(result)); };
+    submit(
+        std::make_unique<detail::QueryOperation<Q, decltype(on_outcome)>>(query, sent, on_outcome));
+    Result<T> result = future.get();
     ec = result.error();
     if (!result) {
       detail = result.detail();
@@ -306,25 +403,33 @@ class Client {
   }
 
   template <Query Q>
-  static std::vector<Request> requests_of(std::span<const Q> batch) {
-    std::vector<Request> requests;
-    requests.reserve(batch.size());
-    for (const Q& query : batch)
-      requests.push_back(query.request());
-    return requests;
-  }
-
-  template <Query Q>
   std::vector<Result<typename Q::result_type>> process_batch(std::span<const Q> batch,
                                                              std::error_code& ec,
                                                              std::string& detail) {
+    using Results = std::vector<Result<typename Q::result_type>>;
     if (batch.empty())
       return {};
+    if ((ec = check_not_io_thread())) {
+      detail = "process() was called on the client's I/O thread";
+      return {};
+    }
     const Clock::time_point sent = Clock::now();
-    SyncOutcome outcome = run_sync(requests_of(batch));
+    struct Outcome {
+      std::error_code error;
+      std::string detail;
+      Results results;
+    };
+    std::promise<Outcome> promise;
+    std::future<Outcome> future = promise.get_future();
+    auto on_outcome = [&promise](std::error_code error, std::string why, Results results) {
+      promise.set_value({error, std::move(why), std::move(results)});
+    };
+    submit(std::make_unique<detail::BatchOperation<Q, decltype(on_outcome)>>(
+        std::vector<Q>(batch.begin(), batch.end()), sent, on_outcome));
+    Outcome outcome = future.get();
     ec = outcome.error;
-    detail = outcome.detail;
-    return complete_all(core_, batch, outcome.error, outcome.detail, outcome.replies, sent);
+    detail = std::move(outcome.detail);
+    return std::move(outcome.results);
   }
 
   struct OwnedThread;

@@ -20,13 +20,17 @@ using Clock = std::chrono::steady_clock;
 // shows only a short prefix: a whole id is a credential and never goes to a log.
 class LeaseId {
  public:
+  static constexpr std::size_t kSize = 16;
+  using HexDigits = std::array<char, 2 * kSize>;
+
   static LeaseId generate();
   // From 32 hex digits (e.g. LEASEHOLD_TOKEN); throws Error(errc::invalid_argument) otherwise.
   static LeaseId from_hex(std::string_view hex);
 
-  const std::array<std::uint8_t, 16>& bytes() const noexcept { return bytes_; }
+  const std::array<std::uint8_t, kSize>& bytes() const noexcept { return bytes_; }
   std::string hex() const;        // all 32 hex digits: for Redis and for a child process's env
   std::string short_hex() const;  // the first 8 hex digits and "…": for people and logs
+  HexDigits hex_digits() const noexcept;  // the 32 hex digits without allocating
 
   friend auto operator<=>(const LeaseId&, const LeaseId&) = default;
   friend std::ostream& operator<<(std::ostream& out, const LeaseId& id) {
@@ -34,7 +38,7 @@ class LeaseId {
   }
 
  private:
-  std::array<std::uint8_t, 16> bytes_{};
+  std::array<std::uint8_t, kSize> bytes_{};
 };
 
 // The client-side deadline of a lease acquired or extended by a request handed to the connection
@@ -84,11 +88,14 @@ struct LeaseState {
     }
   }
 
+  // The id's 32 hex digits, as sent to Redis.
+  std::string_view id_hex() const noexcept { return {id_digits.begin(), id_digits.end()}; }
+
   const std::string key;
   const std::string readers_key;
   const LeaseKind kind;
   const LeaseId id;
-  const std::string id_hex = id.hex();
+  const LeaseId::HexDigits id_digits = id.hex_digits();
   const std::chrono::milliseconds ttl;
   std::atomic<Clock::rep> deadline_ns;
   // The fencing number of a fenced acquire (>= 1), 0 for none. Set before the state is shared.

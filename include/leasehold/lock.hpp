@@ -304,16 +304,16 @@ class TryLock {
   const LeaseId& id() const noexcept { return id_; }
 
   Request request() const {
-    const std::string id = id_.hex();
-    const std::string ttl = std::to_string(ttl_.count());
+    const LeaseId::HexDigits id = id_.hex_digits();
+    const detail::DecimalDigits ttl(ttl_.count());
     if (!fence_key_.empty()) {
       const std::string_view keys[] = {key_, fence_key_};
-      const std::string_view args[] = {id, ttl};
+      const std::string_view args[] = {{id.begin(), id.end()}, ttl.view()};
       return Request::script(detail::lock_try_fenced_script(), keys, args)
           .retry_safe()
           .grants_lease();
     }
-    return Request::command({"SET", key_, id, "NX", "PX", ttl, "GET"})
+    return Request::command({"SET", key_, {id.begin(), id.end()}, "NX", "PX", ttl.view(), "GET"})
         .for_key(key_)
         .retry_safe()
         .grants_lease();
@@ -324,12 +324,13 @@ class TryLock {
       return error_result<result_type>(reply);
     if (!fence_key_.empty())
       return parse_fenced(reply, timing);
-    const bool taken =
-        reply.is_nil() || (reply.type == Reply::Type::string && reply.str == id_.hex());
-    if (!taken) {
-      if (reply.type == Reply::Type::string)
+    // nil: it was free and is taken now; this id: a retry found its own lease.
+    if (!reply.is_nil()) {
+      if (reply.type != Reply::Type::string)
+        return Result<result_type>(make_error_code(errc::unexpected_reply), to_string(reply));
+      const LeaseId::HexDigits id = id_.hex_digits();
+      if (reply.str != std::string_view(id.begin(), id.end()))
         return result_type{};  // someone else holds it
-      return Result<result_type>(make_error_code(errc::unexpected_reply), to_string(reply));
     }
     const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
     if (timing.received >= deadline)
@@ -339,9 +340,9 @@ class TryLock {
   }
 
   std::optional<Request> on_unknown_outcome() const {
-    const std::string id = id_.hex();
+    const LeaseId::HexDigits id = id_.hex_digits();
     const std::string_view keys[] = {key_};
-    const std::string_view args[] = {id};
+    const std::string_view args[] = {{id.begin(), id.end()}};
     return Request::script(detail::lock_release_script(), keys, args);
   }
 

@@ -84,7 +84,9 @@ struct Timing {
   Clock::time_point received;
 };
 
-// A query: request() builds the command; parse() reads the reply into an outcome.
+// A query: request() builds the command; parse() reads the reply into an outcome. A query that
+// keeps its Request may return it by const reference (Command does): the client then sends it
+// from the query, without a copy.
 // Optionally, `std::optional<Request> on_unknown_outcome() const` gives a request the client sends
 // (without waiting for it) when the call's outcome is unknown (it timed out or the connection was
 // lost after sending): an acquire uses it to release the lease it may have taken.
@@ -107,20 +109,22 @@ inline bool outcome_unknown(std::error_code ec) noexcept {
 
 // Any command, answered with its raw reply; an error reply is an error.
 // Command{"SET", "k", "v"}; Command{"GET", "k"}.retry_safe().
+// It is formatted once, when made: a Command run many times sends the same bytes each time.
 class Command {
  public:
   using result_type = Reply;
   using effect = Write<Command>;
 
-  Command(std::initializer_list<std::string_view> args) : args_(args.begin(), args.end()) {}
-  explicit Command(std::vector<std::string> args) : args_(std::move(args)) {}
+  Command(std::initializer_list<std::string_view> args) : request_(Request::command(args)) {}
+  explicit Command(const std::vector<std::string>& args)
+      : request_(Request::command(std::span<const std::string>(args))) {}
 
   Command&& retry_safe(bool safe = true) && {
-    retry_safe_ = safe;
+    (void)std::move(request_).retry_safe(safe);
     return std::move(*this);
   }
 
-  Request request() const { return Request::command(args_).retry_safe(retry_safe_); }
+  const Request& request() const noexcept { return request_; }
 
   Result<Reply> parse(Reply reply, const Timing&) const {
     if (reply.is_error())
@@ -129,8 +133,7 @@ class Command {
   }
 
  private:
-  std::vector<std::string> args_;
-  bool retry_safe_ = false;
+  Request request_;
 };
 
 }  // namespace leasehold

@@ -3,12 +3,14 @@
 // connection). Requests are built by queries; the transport never inspects their arguments.
 #pragma once
 
+#include <charconv>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace leasehold {
 
@@ -26,6 +28,29 @@ class Script {
   std::string sha1_;
 };
 
+namespace detail {
+
+// A number's decimal digits, for a request argument (a TTL, a key count), without allocating.
+class DecimalDigits {
+ public:
+  explicit DecimalDigits(long long value) noexcept
+      : size_(static_cast<std::size_t>(std::to_chars(digits_, digits_ + sizeof digits_, value).ptr -
+                                       digits_)) {}
+  std::string_view view() const noexcept { return {digits_, size_}; }
+
+ private:
+  char digits_[20];  // enough for any long long, sign included
+  std::size_t size_;
+};
+
+// Frees a request's bytes the way they were allocated: by hiredis' formatter, or by a copy.
+struct FreeRequestBytes {
+  void (*free_bytes)(char*) noexcept = nullptr;
+  void operator()(char* bytes) const noexcept { free_bytes(bytes); }
+};
+
+}  // namespace detail
+
 class Request {
  public:
   // A command; args[0] is its name, e.g. {"SET", key, value}.
@@ -36,6 +61,13 @@ class Request {
   // EVALSHA of script; the transport falls back to EVAL when Redis answers NOSCRIPT.
   static Request script(const Script& script, std::span<const std::string_view> keys,
                         std::span<const std::string_view> args);
+
+  Request() = default;  // no bytes: nothing to send
+  Request(const Request& other);
+  Request& operator=(const Request& other);
+  Request(Request&&) noexcept = default;
+  Request& operator=(Request&&) noexcept = default;
+  ~Request() = default;
 
   // A retry-safe request may be sent again after the connection was lost with it in flight (it
   // has the same effect when run twice). Requests are not retry-safe unless they say so.
@@ -69,7 +101,8 @@ class Request {
   Keys keys() const noexcept { return keys_; }
   std::uint16_t slot() const noexcept { return slot_; }  // when keys() == one_slot
 
-  const std::string& bytes() const noexcept { return bytes_; }
+  // The RESP bytes, as hiredis formatted them (held in the buffer hiredis made: no copy).
+  std::string_view bytes() const noexcept { return {bytes_.get(), size_}; }
   bool is_script() const noexcept { return script_ != nullptr; }
 
   // The same script call as EVAL with the script's body: sent when Redis answered NOSCRIPT.
@@ -78,9 +111,9 @@ class Request {
  private:
   void add_key(std::string_view key) noexcept;
 
-  std::string bytes_;
-  const Script* script_ = nullptr;
-  std::vector<std::string> script_args_;  // numkeys, keys..., args... (kept for the fallback)
+  std::unique_ptr<char, detail::FreeRequestBytes> bytes_;
+  std::size_t size_ = 0;
+  const Script* script_ = nullptr;  // for the EVAL fallback, which rereads the rest from bytes_
   bool retry_safe_ = false;
   bool grants_lease_ = false;
   Keys keys_ = Keys::unknown;

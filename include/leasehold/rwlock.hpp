@@ -149,10 +149,10 @@ class RwAcquire {
 
  protected:
   Request script_request(const Script& script, std::string_view intent_ttl) const {
-    const std::string id = id_.hex();
-    const std::string ttl = std::to_string(ttl_.count());
+    const LeaseId::HexDigits id = id_.hex_digits();
+    const DecimalDigits ttl(ttl_.count());
     const std::string_view keys[] = {writer_key_, readers_key_, intent_key_, fence_key_};
-    const std::string_view with_intent[] = {id, ttl, intent_ttl};
+    const std::string_view with_intent[] = {{id.begin(), id.end()}, ttl.view(), intent_ttl};
     const std::span<const std::string_view> args(with_intent, intent_ttl.empty() ? 2 : 3);
     // Retry-safe: a rerun with the same id answers 1 again (and keeps one lease).
     const std::span<const std::string_view> used_keys(keys, fence_key_.empty() ? 3 : 4);

@@ -318,7 +318,7 @@ void FakePeer::serve(Connection& connection) {
   connection.reader.feed(buffer, static_cast<std::size_t>(n));
   for (;;) {
     std::error_code ec;
-    std::optional<Reply> parsed = connection.reader.next(ec);
+    Reply* parsed = connection.reader.next(ec);
     if (ec) {
       ADD_FAILURE() << "fake peer: the client sent malformed RESP: "
                     << connection.reader.error_text();

@@ -1,9 +1,8 @@
-// The pure parts of the cluster client: redirections, CLUSTER SLOTS, a request's arguments.
+// The pure parts of the cluster client: redirections and CLUSTER SLOTS.
 #include "cluster_protocol.hpp"
 
 #include <gtest/gtest.h>
 
-#include "leasehold/request.hpp"
 
 namespace leasehold::detail {
 namespace {
@@ -39,23 +38,6 @@ TEST(Redirection, MalformedOnesAreRefused) {
         "MOVED 1 host:0", "MOVED 1 host:65536", "MOVED 12x host:1", "MOVED 1 host:7x"}) {
     EXPECT_FALSE(parse_redirection(bad, slot, node, "asked")) << bad;
   }
-}
-
-TEST(CommandArguments, AreReadBackFromTheRequestBytes) {
-  const Request request = Request::command({"SET", "key with\r\nbreak", "", "PX", "100"});
-  const auto args = command_arguments(request.bytes());
-  ASSERT_EQ(args.size(), 5u);
-  EXPECT_EQ(args[0], "SET");
-  EXPECT_EQ(args[1], "key with\r\nbreak");
-  EXPECT_EQ(args[2], "");
-  EXPECT_EQ(args[4], "100");
-  const std::string binary("a\0b", 3);
-  EXPECT_EQ(command_arguments(Request::command({"GET", binary}).bytes())[1], binary);
-}
-
-TEST(CommandArguments, BytesThatAreNotACommandGiveNone) {
-  for (const char* bad : {"", "PING\r\n", "*1\r\n", "*1\r\n$4\r\nPIN", "*x\r\n", "*1\r\n$z\r\n"})
-    EXPECT_TRUE(command_arguments(bad).empty()) << bad;
 }
 
 Reply node(std::string host, long long port) {

@@ -1,6 +1,5 @@
 #include <gtest/gtest.h>
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -48,6 +47,19 @@ TEST(FormatCommand, ArgumentsWithSpacesAndPercentSignsAreNotInterpreted) {
   EXPECT_EQ(format({"SET", "%s %d", "a b"}), "*3\r\n$3\r\nSET\r\n$5\r\n%s %d\r\n$3\r\na b\r\n");
 }
 
+TEST(FormatCommand, ManyArguments) {
+  // More arguments than the formatter keeps on its stack.
+  std::vector<std::string> args = {"RPUSH", "list"};
+  std::string expected = "*40\r\n$5\r\nRPUSH\r\n$4\r\nlist\r\n";
+  for (int i = 0; i < 38; ++i) {
+    args.push_back(std::to_string(i));
+    expected += "$" + std::to_string(args.back().size()) + "\r\n" + args.back() + "\r\n";
+  }
+  EXPECT_EQ(codec::format_command(std::span<const std::string>(args)), expected);
+  const std::vector<std::string_view> views(args.begin(), args.end());
+  EXPECT_EQ(codec::format_command(std::span<const std::string_view>(views)), expected);
+}
+
 TEST(FormatCommand, LargeArgument) {
   const std::string big(1 << 20, 'x');
   const std::string bytes = format({"SET", "k", big});
@@ -65,7 +77,7 @@ std::vector<Reply> drain(ReplyReader& reader) {
   std::vector<Reply> replies;
   for (;;) {
     std::error_code ec;
-    std::optional<Reply> reply = reader.next(ec);
+    Reply* reply = reader.next(ec);
     EXPECT_FALSE(ec) << reader.error_text();
     if (ec || !reply)
       return replies;
@@ -257,7 +269,7 @@ TEST(ReplyReader, OneMebibyteBulkFedOneByteAtATime) {
       FAIL() << "a reply (or an error) after byte " << i << " of " << bytes.size();
   }
   reader.feed(bytes.data() + bytes.size() - 1, 1);
-  std::optional<Reply> reply = reader.next(ec);
+  Reply* reply = reader.next(ec);
   ASSERT_FALSE(ec);
   ASSERT_TRUE(reply);
   EXPECT_TRUE(*reply == Reply::make_array({Reply::make_string(payload), Reply::make_integer(9)}));
@@ -292,7 +304,7 @@ TEST_P(ProtocolError, SetsProtocolError) {
   ReplyReader reader;
   reader.feed(bytes.data(), bytes.size());
   std::error_code ec;
-  std::optional<Reply> reply;
+  Reply* reply = nullptr;
   // A valid reply may precede the malformed one; the error must come, and no reply after it.
   for (int i = 0; i < 4 && !ec; ++i)
     reply = reader.next(ec);
@@ -312,7 +324,7 @@ TEST(ReplyReader, ProtocolErrorAfterAGoodReplyKeepsTheGoodOne) {
   const std::string bytes = "+first\r\n?garbage\r\n";
   reader.feed(bytes.data(), bytes.size());
   std::error_code ec;
-  std::optional<Reply> first = reader.next(ec);
+  Reply* first = reader.next(ec);
   ASSERT_FALSE(ec);
   ASSERT_TRUE(first);
   EXPECT_EQ(*first, Reply::make_status("first"));

@@ -1,6 +1,10 @@
 // Lock<N> without a server: keys, validation, reply parsing, lease deadlines (time as an argument).
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
 #include <set>
 
 #include "leasehold/capability.hpp"
@@ -74,6 +78,58 @@ TEST(LeaseIds, AreRandomHexAndPrintShort) {
   printed << id;
   EXPECT_EQ(printed.str().find(id.hex()), std::string::npos) << "never print a whole id";
   EXPECT_THROW(LeaseId::from_hex("xyz"), Error);
+}
+
+TEST(LeaseIds, HexDigitsAreTheHexWithoutAllocating) {
+  const LeaseId id = LeaseId::from_hex("00112233445566778899aabbccddeeff");
+  const LeaseId::HexDigits digits = id.hex_digits();
+  EXPECT_EQ(std::string(digits.begin(), digits.end()), "00112233445566778899aabbccddeeff");
+  EXPECT_EQ(id.hex(), "00112233445566778899aabbccddeeff");
+}
+
+// The bytes of the id a forked child takes first, read through a pipe.
+std::array<std::uint8_t, LeaseId::kSize> first_id_of_a_forked_child() {
+  std::array<std::uint8_t, LeaseId::kSize> bytes{};
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    ADD_FAILURE() << "pipe failed";
+    return bytes;
+  }
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const auto bytes = LeaseId::generate().bytes();
+    const bool sent =
+        ::write(fds[1], bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+    ::_exit(sent ? 0 : 1);
+  }
+  ::close(fds[1]);
+  std::size_t got = 0;
+  while (child > 0 && got < bytes.size()) {
+    const ssize_t n = ::read(fds[0], bytes.data() + got, bytes.size() - got);
+    if (n <= 0)
+      break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fds[0]);
+  int status = 0;
+  if (child > 0)
+    ::waitpid(child, &status, 0);
+  EXPECT_GT(child, 0) << "fork failed";
+  EXPECT_EQ(got, bytes.size()) << "the child sent no id";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  return bytes;
+}
+
+// Ids come from a per-thread buffer of random bytes, which a forked child inherits: it must not
+// hand out the ids its parent is about to use. Tried at two consecutive positions of the buffer,
+// so that one of them is not the moment the buffer runs out (when both would refill anyway).
+TEST(LeaseIds, AForkedChildNeverRepeatsItsParentsNextIds) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    (void)LeaseId::generate();
+    const auto in_child = first_id_of_a_forked_child();
+    const auto in_parent = LeaseId::generate().bytes();
+    EXPECT_NE(in_child, in_parent) << "attempt " << attempt;
+  }
 }
 
 TEST(TryLockQuery, IsOneIdempotentSetWithNxPxGet) {

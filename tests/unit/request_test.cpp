@@ -126,6 +126,23 @@ TEST(Request, EvalFallbackSendsTheBodyWithTheSameArguments) {
                                  bulk("lease:a") + bulk(binary) + bulk("7"));
 }
 
+TEST(Request, EvalFallbackOfAScriptWithManyKeysAndArguments) {
+  // More arguments than the formatter keeps on its stack.
+  const Script script(kReturnOne);
+  std::vector<std::string> names;
+  for (int i = 0; i < 20; ++i)
+    names.push_back("k" + std::to_string(i));
+  const std::vector<std::string_view> keys(names.begin(), names.end());
+  const std::vector<std::string_view> args = {"", std::string_view("\0\r\n", 3)};
+  const Request request = Request::script(script, keys, args);
+  std::string rest = bulk("20");
+  for (const std::string& name : names)
+    rest += bulk(name);
+  rest += bulk("") + bulk(std::string_view("\0\r\n", 3));
+  EXPECT_EQ(request.bytes(), "*25\r\n" + bulk("EVALSHA") + bulk(kReturnOneSha1) + rest);
+  EXPECT_EQ(request.eval_fallback().bytes(), "*25\r\n" + bulk("EVAL") + bulk(kReturnOne) + rest);
+}
+
 TEST(Request, EvalFallbackKeepsRetrySafety) {
   const Script script(kReturnOne);
   const Request request = Request::script(script, {}, {}).retry_safe();

@@ -87,7 +87,7 @@ TEST(RwLockQueries, AreRetrySafeScriptsThatTakeNoClientTime) {
   EXPECT_TRUE(write.request().is_retry_safe());
   // try_read: 3 keys, then id and ttl only.
   const Request request = read.request();
-  const std::string& bytes = request.bytes();
+  const std::string_view bytes = request.bytes();
   EXPECT_NE(bytes.find("$1\r\n3\r\n"), std::string::npos);
   EXPECT_NE(bytes.find(read.id().hex()), std::string::npos);
   EXPECT_NE(bytes.find("$5\r\n10000\r\n"), std::string::npos);

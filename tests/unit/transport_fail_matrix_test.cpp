@@ -537,6 +537,23 @@ INSTANTIATE_TEST_SUITE_P(Transport, UnsolicitedDuringHandshake, ::testing::Value
                            return info.param ? "GreetingOnAccept" : "ExtraReplyAfterPong";
                          });
 
+// A greeting shifts the setup's replies by one. Here the last of them (PONG, held back until the
+// peer's next send) comes only after the client's first call: taken for that call's reply unless
+// the setup checks what each of its steps was answered.
+TEST(Transport, AGreetingThatShiftsTheSetupRepliesFailsTheSetup) {
+  FakePeer peer([&](const PeerEvent& event) {
+    if (event.connection == 0 && event.step == 0)
+      return PeerAction::send(resp::status("HELLO"));
+    if (event.connection == 0 && is(event, "PING"))
+      return PeerAction::send(resp::status("PONG")).deferred();
+    return answer_like_redis(event);
+  });
+  Client client(peer.url(), patient_options());
+  EXPECT_EQ(connect(client), errc::protocol_error);
+  reconnect(client);
+  EXPECT_TRUE(replied(run_call(client, Command{"ECHO", "x"}), Reply::make_string("x")));
+}
+
 // --- Reconnecting, and what happens to the calls in flight -------------------------------------
 
 TEST(Transport, ReconnectsAfterThePeerClosesAnIdleConnection) {
