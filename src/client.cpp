@@ -69,8 +69,8 @@ Client::Client(std::string_view url, ClientOptions options)
     : Client(RedisUrl::parse(url), std::move(options)) {}
 
 Client::Client(RedisUrl url, ClientOptions options) : owned_(std::make_unique<OwnedThread>()) {
-  core_ = make_transport(owned_->context.get_executor(), std::move(url),
-                         validated(std::move(options)));
+  core_ =
+      make_transport(owned_->context.get_executor(), std::move(url), validated(std::move(options)));
   owned_->thread = std::thread([owned = owned_.get()] {
     owned->context.run();
     if (owned->orphaned.load(std::memory_order_acquire))

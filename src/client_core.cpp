@@ -215,8 +215,8 @@ void ClientCore::submit(std::unique_ptr<Operation> operation) {
   if (operation->deadline == Clock::time_point{})
     operation->deadline = operation->sent + options_.command_timeout;
   if (options_.replica_acks > 0 && ReplicaAcknowledged::wanted(*operation)) {
-    operation = std::make_unique<ReplicaAcknowledged>(
-        std::move(operation), options_.replica_acks, options_.replica_ack_timeout);
+    operation = std::make_unique<ReplicaAcknowledged>(std::move(operation), options_.replica_acks,
+                                                      options_.replica_ack_timeout);
   }
   if (strand_.running_in_this_thread()) {
     accept(std::move(operation));

@@ -257,8 +257,8 @@ void ClusterCore::send(const CallPtr& call, Node& node, std::vector<std::size_t>
     requests.push_back(call->request(i));
   node.core->submit(std::make_unique<RouterOperation>(
       std::move(requests), call->operation->sent, call->deadline,
-      [self = shared_from_this(), call, address = node.endpoint.address(), indices,
-       asking](std::error_code ec, std::string detail, std::vector<Reply> replies) mutable {
+      [self = shared_from_this(), call, address = node.endpoint.address(), indices, asking](
+          std::error_code ec, std::string detail, std::vector<Reply> replies) mutable {
         self->on_replies(call, address, std::move(indices), asking, ec, std::move(detail),
                          std::move(replies));
       }));
@@ -432,8 +432,8 @@ void ClusterCore::refresh() {
     requests.push_back(Request::command({"CLUSTER", "SLOTS"}).without_keys());
     node_at(endpoint).core->submit(std::make_unique<RouterOperation>(
         std::move(requests), now, now + options_.command_timeout,
-        [self = shared_from_this(), generation, endpoint](
-            std::error_code ec, std::string detail, std::vector<Reply> replies) {
+        [self = shared_from_this(), generation, endpoint](std::error_code ec, std::string detail,
+                                                          std::vector<Reply> replies) {
           self->on_slots(generation, endpoint, ec, std::move(detail), std::move(replies));
         }));
   }

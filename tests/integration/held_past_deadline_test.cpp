@@ -47,8 +47,7 @@ TEST(HeldPastTheDeadline, WhileHeldNeverReportsHeldForWorkThatEndedAfterTheDeadl
   EXPECT_TRUE(held.was_lost()) << "while_held reported the lease held past its deadline";
 }
 
-TEST(HeldPastTheDeadline,
-     WithLockNeverReturnsNormallyForACallbackThatEndedAfterTheDeadline) {
+TEST(HeldPastTheDeadline, WithLockNeverReturnsNormallyForACallbackThatEndedAfterTheDeadline) {
   RedisServer server;
   Client redis(server.unix_url());
   Locker locker(redis);
