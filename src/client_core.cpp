@@ -192,6 +192,15 @@ std::error_code route_again_error() noexcept {
   return {1, category};
 }
 
+void complete_later(std::shared_ptr<Transport> transport, std::unique_ptr<Operation> operation,
+                    std::error_code error, std::string detail) {
+  const auto& strand = transport->strand();
+  asio::post(strand, [transport = std::move(transport), operation = std::move(operation), error,
+                      detail = std::move(detail)]() mutable {
+    operation->complete(*transport, error, std::move(detail));
+  });
+}
+
 ClientCore::ClientCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options)
     : ClientCore(asio::make_strand(std::move(executor)), std::move(url), std::move(options)) {}
 
@@ -232,15 +241,11 @@ void ClientCore::submit(std::unique_ptr<Operation> operation) {
 
 void ClientCore::accept(std::unique_ptr<Operation> operation) {
   if (closed_ || fatal_.error || operation->requests().empty()) {
-    // Completed through the strand's queue, never from within the caller's own call: a caller
-    // that calls again on failure must not recurse.
     Failure failure = fatal_.error ? fatal_
                       : closed_    ? Failure{make_error_code(errc::closed), "the client was closed"}
                                    : Failure{};
-    asio::post(strand_, [self = shared_from_this(), operation = std::move(operation),
-                         failure = std::move(failure)]() mutable {
-      operation->complete(*self, failure.error, std::move(failure.detail));
-    });
+    complete_later(shared_from_this(), std::move(operation), failure.error,
+                   std::move(failure.detail));
     return;
   }
   const bool idle = in_flight_.empty() && waiting_.empty() && write_buffer_.empty();

@@ -8,6 +8,7 @@
 #include <asio/redirect_error.hpp>
 #include <asio/use_awaitable.hpp>
 #include <charconv>
+#include <numeric>
 
 #include "cluster_protocol.hpp"
 #include "codec.hpp"
@@ -26,6 +27,12 @@ constexpr std::chrono::milliseconds kClusterDownDelay{100};
 bool starts_with_word(const Reply& reply, std::string_view word) {
   return reply.is_error() && reply.str.starts_with(word) &&
          (reply.str.size() == word.size() || reply.str[word.size()] == ' ');
+}
+
+std::vector<std::size_t> all_indices(std::size_t count) {
+  std::vector<std::size_t> indices(count);
+  std::iota(indices.begin(), indices.end(), std::size_t{0});
+  return indices;
 }
 
 bool is_connection_failure(std::error_code ec) {
@@ -47,15 +54,6 @@ struct ClusterCore::Call {
   bool done = false;
 
   const Request& request(std::size_t index) const { return operation->requests()[index]; }
-  void set_key(std::size_t index, std::string_view key) {
-    const std::uint16_t slot = key_slot(key);
-    if (keys[index] == Request::Keys::unknown || keys[index] == Request::Keys::none) {
-      keys[index] = Request::Keys::one_slot;
-      slots[index] = slot;
-    } else if (keys[index] == Request::Keys::one_slot && slots[index] != slot) {
-      keys[index] = Request::Keys::cross_slot;
-    }
-  }
 };
 
 // An operation of the router's own (a part of a call for one node, CLUSTER SLOTS, COMMAND
@@ -123,14 +121,11 @@ void ClusterCore::submit(std::unique_ptr<Operation> operation) {
 
 void ClusterCore::accept(std::unique_ptr<Operation> operation) {
   if (closed_ || fatal_.error || operation->requests().empty()) {
-    // Through the strand's queue, never from within the caller's own call (see ClientCore).
     Failure failure = fatal_.error ? fatal_
                       : closed_    ? Failure{make_error_code(errc::closed), "the client was closed"}
                                    : Failure{};
-    asio::post(strand_, [self = shared_from_this(), operation = std::move(operation),
-                         failure = std::move(failure)]() mutable {
-      operation->complete(*self, failure.error, std::move(failure.detail));
-    });
+    complete_later(shared_from_this(), std::move(operation), failure.error,
+                   std::move(failure.detail));
     return;
   }
   auto call = std::make_shared<Call>();
@@ -150,10 +145,7 @@ void ClusterCore::accept(std::unique_ptr<Operation> operation) {
     resolve_unknown_keys(call);
     return;
   }
-  std::vector<std::size_t> all(count);
-  for (std::size_t i = 0; i < count; ++i)
-    all[i] = i;
-  route(call, std::move(all));
+  route(call, all_indices(count));
 }
 
 // Commands whose builder did not declare their keys (raw Commands): the server says which of
@@ -196,16 +188,13 @@ void ClusterCore::resolve_unknown_keys(const CallPtr& call) {
           // and answers the call with its own error if there is one.
           if (replies[k].type == Reply::Type::array) {
             for (const Reply& key : replies[k].elements)
-              call->set_key(unknown[k], key.str);
+              Request::add_key(call->keys[unknown[k]], call->slots[unknown[k]], key.str);
           }
           if (call->keys[unknown[k]] == Request::Keys::unknown)
             call->keys[unknown[k]] = Request::Keys::none;
         }
         call->keys_known = true;
-        std::vector<std::size_t> all(call->keys.size());
-        for (std::size_t i = 0; i < all.size(); ++i)
-          all[i] = i;
-        self->route(call, std::move(all));
+        self->route(call, all_indices(call->keys.size()));
       });
   master->core->submit(std::move(lookup));
 }

@@ -106,7 +106,7 @@ Request Request::script(const Script& script, std::span<const std::string_view> 
   request.script_ = &script;
   request.keys_ = Keys::none;
   for (std::string_view key : keys)
-    request.add_key(key);
+    add_key(request.keys_, request.slot_, key);
   return request;
 }
 
@@ -129,13 +129,13 @@ Request Request::eval_fallback() const {
   return request;
 }
 
-void Request::add_key(std::string_view key) noexcept {
-  const std::uint16_t slot = key_slot(key);
-  if (keys_ == Keys::unknown || keys_ == Keys::none) {
-    keys_ = Keys::one_slot;
-    slot_ = slot;
-  } else if (keys_ == Keys::one_slot && slot != slot_) {
-    keys_ = Keys::cross_slot;
+void Request::add_key(Keys& keys, std::uint16_t& slot, std::string_view key) noexcept {
+  const std::uint16_t key_in = key_slot(key);
+  if (keys == Keys::unknown || keys == Keys::none) {
+    keys = Keys::one_slot;
+    slot = key_in;
+  } else if (keys == Keys::one_slot && key_in != slot) {
+    keys = Keys::cross_slot;
   }
 }
 

@@ -90,7 +90,7 @@ class Request {
   // `unknown`, and a cluster client asks the server for its keys (COMMAND GETKEYS) before routing.
   enum class Keys : std::uint8_t { unknown, none, one_slot, cross_slot };
   Request&& for_key(std::string_view key) && {
-    add_key(key);
+    add_key(keys_, slot_, key);
     return std::move(*this);
   }
   Request&& without_keys() && {
@@ -101,6 +101,10 @@ class Request {
   Keys keys() const noexcept { return keys_; }
   std::uint16_t slot() const noexcept { return slot_; }  // when keys() == one_slot
 
+  // Adds `key` to what (keys, slot) say of a request's keys: the rule for_key() applies, for
+  // keys learnt elsewhere (a cluster asks the server for a raw command's keys).
+  static void add_key(Keys& keys, std::uint16_t& slot, std::string_view key) noexcept;
+
   // The RESP bytes, as hiredis formatted them (held in the buffer hiredis made: no copy).
   std::string_view bytes() const noexcept { return {bytes_.get(), size_}; }
   bool is_script() const noexcept { return script_ != nullptr; }
@@ -109,8 +113,6 @@ class Request {
   Request eval_fallback() const;
 
  private:
-  void add_key(std::string_view key) noexcept;
-
   std::unique_ptr<char, detail::FreeRequestBytes> bytes_;
   std::size_t size_ = 0;
   const Script* script_ = nullptr;  // for the EVAL fallback, which rereads the rest from bytes_
