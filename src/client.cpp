@@ -8,6 +8,7 @@
 
 #include "client_core.hpp"
 #include "cluster_core.hpp"
+#include "tls.hpp"
 
 namespace leasehold {
 namespace {
@@ -38,14 +39,24 @@ ClientOptions validated(ClientOptions options) {
 
 std::shared_ptr<detail::Transport> make_transport(asio::any_io_executor executor, RedisUrl url,
                                                   ClientOptions options) {
+  const TlsOptions& tls_options = options.tls;
+  const bool tls_configured = !tls_options.ca_file.empty() || !tls_options.cert_file.empty() ||
+                              !tls_options.key_file.empty() || !tls_options.server_name.empty();
+  if (tls_configured && !url.tls) {
+    throw Error(make_error_code(errc::invalid_argument),
+                "TLS certificates are set in the client options, but the URL '" + url.to_string() +
+                    "' does not use TLS; use rediss:// (or rediss-cluster://)");
+  }
+  // Loaded once, here: a file that cannot be used is the caller's error, not a connection's.
+  auto tls = url.tls ? detail::make_tls_context(tls_options) : nullptr;
   if (url.transport == RedisUrl::Transport::cluster) {
     auto cluster = std::make_shared<detail::ClusterCore>(std::move(executor), std::move(url),
-                                                         std::move(options));
+                                                         std::move(options), std::move(tls));
     cluster->start();
     return cluster;
   }
-  auto core =
-      std::make_shared<detail::ClientCore>(std::move(executor), std::move(url), std::move(options));
+  auto core = std::make_shared<detail::ClientCore>(std::move(executor), std::move(url),
+                                                   std::move(options), std::move(tls));
   core->start();
   return core;
 }

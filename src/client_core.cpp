@@ -11,6 +11,7 @@
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
 #include "leasehold/detail/asio_compat.hpp"
+#include "tls.hpp"
 
 namespace leasehold::detail {
 namespace {
@@ -23,7 +24,7 @@ constexpr std::size_t kReadChunk = 64 * 1024;
 constexpr std::size_t kWriteChunk = 16;
 
 bool is_fatal(std::error_code ec) {
-  return ec == errc::auth_failed || ec == errc::select_failed;
+  return ec == errc::auth_failed || ec == errc::select_failed || ec == errc::tls_failed;
 }
 
 bool starts_with_noscript(const Reply& reply) {
@@ -201,14 +202,17 @@ void complete_later(std::shared_ptr<Transport> transport, std::unique_ptr<Operat
   });
 }
 
-ClientCore::ClientCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options)
-    : ClientCore(asio::make_strand(std::move(executor)), std::move(url), std::move(options)) {}
+ClientCore::ClientCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options,
+                       TlsContext tls)
+    : ClientCore(asio::make_strand(std::move(executor)), std::move(url), std::move(options),
+                 std::move(tls)) {}
 
-ClientCore::ClientCore(Strand strand, RedisUrl url, ClientOptions options)
+ClientCore::ClientCore(Strand strand, RedisUrl url, ClientOptions options, TlsContext tls)
     : url_(std::move(url)),
       options_(std::move(options)),
       strand_(std::move(strand)),
       socket_(strand_),
+      tls_context_(std::move(tls)),
       writer_wakeup_(strand_),
       expiry_timer_(strand_, Clock::time_point::max()),
       backoff_timer_(strand_),
@@ -289,13 +293,14 @@ void ClientCore::send_waiting() {
   }
   // The socket is in non-blocking mode: this takes what fits in the socket's buffer now.
   std::error_code ec;
-  const std::size_t written = socket_.write_some(asio::buffer(bytes.data(), bytes.size()), ec);
+  const std::size_t written =
+      tls_ ? 0 : socket_.write_some(asio::buffer(bytes.data(), bytes.size()), ec);
   if (written == bytes.size()) {
     write_buffer_.clear();
     return;
   }
-  // The rest (or all of it, after an error, which the writer then meets and reports) is the
-  // writer's to send.
+  // The rest (or all of it, after an error, which the writer then meets and reports, or under
+  // TLS) is the writer's to send.
   if (single)
     write_buffer_.assign(bytes.substr(written));
   else
@@ -414,6 +419,7 @@ ClientCore::Awaitable<ClientCore::Failure> ClientCore::connect_once() {
   reader_ = std::make_unique<codec::ReplyReader>();
   std::error_code ec;
   socket_.close(ec);
+  tls_.reset();
 
   // One watchdog bounds resolving, connecting and the handshake: closing the socket (and
   // cancelling the resolver) makes whatever is pending complete with an error.
@@ -494,8 +500,36 @@ ClientCore::Awaitable<ClientCore::Failure> ClientCore::connect_once() {
   }
   if (closed_)
     co_return finish({make_error_code(errc::closed), "the client was closed"});
+  if (tls_context_) {
+    Failure failure = co_await tls_handshake();
+    if (failure.error)
+      co_return finish(std::move(failure));
+  }
   Failure failure = co_await handshake();
   co_return finish(std::move(failure));
+}
+
+ClientCore::Awaitable<ClientCore::Failure> ClientCore::tls_handshake() {
+  tls_.emplace(socket_, *tls_context_);
+  const std::string& name = options_.tls.server_name.empty() ? url_.host : options_.tls.server_name;
+  if (!expect_server_name(tls_->native_handle(), name)) {
+    co_return Failure{make_error_code(errc::tls_failed),
+                      "cannot check the certificate of Redis at " + url_.address() +
+                          " against the name '" + name + "'; set ClientOptions::tls.server_name"};
+  }
+  std::error_code ec;
+  co_await tls_->async_handshake(asio::ssl::stream_base::client,
+                                 asio::redirect_error(use_awaitable, ec));
+  if (!ec)
+    co_return Failure{};
+  const std::string why = describe_tls_failure(tls_->native_handle(), ec);
+  if (why.empty()) {
+    co_return Failure{make_error_code(errc::connect_failed),
+                      "the connection to Redis at " + url_.address() +
+                          " failed during the TLS handshake: " + ec.message()};
+  }
+  co_return Failure{make_error_code(errc::tls_failed),
+                    "the TLS handshake with Redis at " + url_.address() + " failed: " + why};
 }
 
 ClientCore::Awaitable<ClientCore::Failure> ClientCore::handshake() {
@@ -521,7 +555,11 @@ ClientCore::Awaitable<ClientCore::Failure> ClientCore::handshake() {
   bytes += Request::command({"PING"}).bytes();
 
   std::error_code ec;
-  co_await asio::async_write(socket_, asio::buffer(bytes), asio::redirect_error(use_awaitable, ec));
+  if (tls_)
+    co_await asio::async_write(*tls_, asio::buffer(bytes), asio::redirect_error(use_awaitable, ec));
+  else
+    co_await asio::async_write(socket_, asio::buffer(bytes),
+                               asio::redirect_error(use_awaitable, ec));
   std::vector<Reply> replies;
   while (!ec && replies.size() < steps.size()) {
     std::error_code parse_error;
@@ -538,10 +576,23 @@ ClientCore::Awaitable<ClientCore::Failure> ClientCore::handshake() {
     }
     if (replies.size() == steps.size())
       break;
-    const std::size_t n = co_await socket_.async_read_some(asio::buffer(read_buffer_),
-                                                           asio::redirect_error(use_awaitable, ec));
+    const std::size_t n =
+        tls_ ? co_await tls_->async_read_some(asio::buffer(read_buffer_),
+                                              asio::redirect_error(use_awaitable, ec))
+             : co_await socket_.async_read_some(asio::buffer(read_buffer_),
+                                                asio::redirect_error(use_awaitable, ec));
     if (!ec)
       reader_->feed(read_buffer_.data(), n);
+  }
+  // Under TLS 1.3 the server checks the client's certificate after the client's handshake is
+  // done: its refusal arrives here, as the first read.
+  if (ec && tls_) {
+    const std::string why = describe_tls_failure(tls_->native_handle(), ec);
+    if (!why.empty()) {
+      co_return Failure{make_error_code(errc::tls_failed),
+                        "Redis at " + url_.address() + " ended the TLS session while logging in: " +
+                            why + " (does it want a client certificate? see ClientOptions::tls)"};
+    }
   }
   if (ec) {
     co_return Failure{make_error_code(errc::connect_failed),
@@ -603,8 +654,11 @@ ClientCore::Awaitable<ClientCore::Failure> ClientCore::handshake() {
 ClientCore::Awaitable<void> ClientCore::read_loop(Failure& failure) {
   for (;;) {
     std::error_code ec;
-    const std::size_t n = co_await socket_.async_read_some(asio::buffer(read_buffer_),
-                                                           asio::redirect_error(use_awaitable, ec));
+    const std::size_t n =
+        tls_ ? co_await tls_->async_read_some(asio::buffer(read_buffer_),
+                                              asio::redirect_error(use_awaitable, ec))
+             : co_await socket_.async_read_some(asio::buffer(read_buffer_),
+                                                asio::redirect_error(use_awaitable, ec));
     if (ec) {
       failure = {make_error_code(errc::connection_lost),
                  "the connection to Redis at " + url_.address() + " was lost (" +
@@ -660,8 +714,12 @@ ClientCore::Awaitable<void> ClientCore::write_loop(Failure& failure) {
     }
     // The socket did not take it all at once: wait until it has.
     std::error_code ec;
-    co_await asio::async_write(socket_, asio::buffer(write_buffer_),
-                               asio::redirect_error(use_awaitable, ec));
+    if (tls_)
+      co_await asio::async_write(*tls_, asio::buffer(write_buffer_),
+                                 asio::redirect_error(use_awaitable, ec));
+    else
+      co_await asio::async_write(socket_, asio::buffer(write_buffer_),
+                                 asio::redirect_error(use_awaitable, ec));
     if (ec) {
       failure = {make_error_code(errc::connection_lost),
                  "the connection to Redis at " + url_.address() + " failed while sending (" +

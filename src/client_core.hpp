@@ -15,15 +15,22 @@
 // resumed are written by the read loop when it has delivered a chunk of replies; others wake the
 // writer coroutine, which writes everything that queued meanwhile). What the socket does not
 // take at once stays in `write_buffer_`, and the writer coroutine waits until it is sent.
+//
+// TLS (rediss://): the same loops read and write through `tls_`, an SSL stream over the socket.
+// Calls are then never written straight from the strand (an SSL write that the socket does not
+// take whole cannot be finished later by a plain write): the writer coroutine sends them all.
 #pragma once
 
 #include <asio/awaitable.hpp>
 #include <asio/basic_stream_socket.hpp>
 #include <asio/basic_waitable_timer.hpp>
 #include <asio/generic/stream_protocol.hpp>
+#include <asio/ssl/context.hpp>
+#include <asio/ssl/stream.hpp>
 #include <asio/strand.hpp>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -44,9 +51,13 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   using Socket = asio::basic_stream_socket<asio::generic::stream_protocol, Strand>;
   using Timer = asio::basic_waitable_timer<Clock, asio::wait_traits<Clock>, Strand>;
 
-  ClientCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options);
+  using TlsContext = std::shared_ptr<asio::ssl::context>;
+
+  // `tls` (from make_tls_context) for a rediss:// URL, null otherwise.
+  ClientCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options,
+             TlsContext tls = nullptr);
   // On a given strand: a cluster runs all its connections on its own strand.
-  ClientCore(Strand strand, RedisUrl url, ClientOptions options);
+  ClientCore(Strand strand, RedisUrl url, ClientOptions options, TlsContext tls = nullptr);
 
   // Starts the connect/reconnect loop. Call once, right after construction.
   void start();
@@ -79,6 +90,7 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
 
   Awaitable<void> run();
   Awaitable<Failure> connect_once();
+  Awaitable<Failure> tls_handshake();
   Awaitable<Failure> handshake();
   Awaitable<void> read_loop(Failure& failure);
   Awaitable<void> write_loop(Failure& failure);
@@ -101,6 +113,8 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   const ClientOptions options_;
   Strand strand_;
   Socket socket_;
+  const TlsContext tls_context_;
+  std::optional<asio::ssl::stream<Socket&>> tls_;  // a new one for every connection
   Timer writer_wakeup_;
   Timer expiry_timer_;
   Timer backoff_timer_;

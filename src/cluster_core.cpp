@@ -81,9 +81,11 @@ class ClusterCore::RouterOperation final : public Operation {
   Done done_;
 };
 
-ClusterCore::ClusterCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options)
+ClusterCore::ClusterCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options,
+                         ClientCore::TlsContext tls)
     : url_(std::move(url)),
       options_(std::move(options)),
+      tls_(std::move(tls)),
       strand_(asio::make_strand(std::move(executor))),
       slot_owner_(kClusterSlots, nullptr),
       parked_timer_(strand_, Clock::time_point::max()),
@@ -354,7 +356,7 @@ ClusterCore::Node& ClusterCore::node_at(const RedisUrl::Endpoint& endpoint) {
   const std::string address = endpoint.address();
   auto it = nodes_.find(address);
   if (it == nodes_.end()) {
-    auto core = std::make_shared<ClientCore>(strand_, url_.node(endpoint), options_);
+    auto core = std::make_shared<ClientCore>(strand_, url_.node(endpoint), options_, tls_);
     core->start();
     it = nodes_.emplace(address, Node{endpoint, std::move(core)}).first;
   }

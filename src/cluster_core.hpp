@@ -26,7 +26,10 @@ namespace leasehold::detail {
 
 class ClusterCore final : public Transport, public std::enable_shared_from_this<ClusterCore> {
  public:
-  ClusterCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options);
+  // `tls` (from make_tls_context) for a rediss-cluster:// URL, null otherwise; every node's
+  // connection uses it.
+  ClusterCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options,
+              ClientCore::TlsContext tls = nullptr);
 
   void start();
 
@@ -80,6 +83,7 @@ class ClusterCore final : public Transport, public std::enable_shared_from_this<
 
   const RedisUrl url_;
   const ClientOptions options_;
+  const ClientCore::TlsContext tls_;
   asio::strand<asio::any_io_executor> strand_;
 
   std::map<std::string, Node> nodes_;  // by address; masters, and seeds being asked

@@ -65,6 +65,9 @@ class Category final : public std::error_category {
       case errc::not_replicated:
         return "Too few replicas acknowledged the acquire within the WAIT timeout, so it was "
                "released; check the replicas' health or lower the number asked for.";
+      case errc::tls_failed:
+        return "The TLS handshake with Redis failed; check the CA file, the server's certificate "
+               "and name, and the client certificate the server may require.";
       case errc::lease_lost:
         return "The lease was lost while the work ran: it expired or was taken over, or it "
                "could not be extended before its deadline.";

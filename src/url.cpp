@@ -13,6 +13,8 @@ namespace {
 constexpr std::string_view kRedisScheme = "redis://";
 constexpr std::string_view kUnixScheme = "unix://";
 constexpr std::string_view kClusterScheme = "redis-cluster://";
+constexpr std::string_view kTlsScheme = "rediss://";
+constexpr std::string_view kTlsClusterScheme = "rediss-cluster://";
 
 bool percent_decode(std::string_view in, std::string& out) {
   out.clear();
@@ -117,8 +119,11 @@ void parse_host_port(std::string_view hostport, std::string& host, std::uint16_t
 
 void parse_tcp(std::string_view rest, RedisUrl& url) {
   url.transport = RedisUrl::Transport::tcp;
-  if (rest.find('?') != std::string_view::npos)
-    throw Failure{"redis:// URLs take no query string; give the database as /N"};
+  if (rest.find('?') != std::string_view::npos) {
+    throw Failure{url.tls ? "rediss:// URLs take no query string; give the database as /N and "
+                            "the certificates in ClientOptions::tls"
+                          : "redis:// URLs take no query string; give the database as /N"};
+  }
   rest = take_credentials(rest, url);
   const auto slash = rest.find('/');
   if (slash != std::string_view::npos) {
@@ -132,7 +137,8 @@ void parse_tcp(std::string_view rest, RedisUrl& url) {
 void parse_cluster(std::string_view rest, RedisUrl& url) {
   url.transport = RedisUrl::Transport::cluster;
   if (rest.find('?') != std::string_view::npos)
-    throw Failure{"redis-cluster:// URLs take no query string"};
+    throw Failure{url.tls ? "rediss-cluster:// URLs take no query string"
+                          : "redis-cluster:// URLs take no query string"};
   rest = take_credentials(rest, url);
   const auto slash = rest.find('/');
   if (slash != std::string_view::npos) {
@@ -164,6 +170,16 @@ RedisUrl parse_or_throw_failure(std::string_view text) {
     parse_cluster(text.substr(kClusterScheme.size()), url);
     return url;
   }
+  if (text.starts_with(kTlsScheme)) {
+    url.tls = true;
+    parse_tcp(text.substr(kTlsScheme.size()), url);
+    return url;
+  }
+  if (text.starts_with(kTlsClusterScheme)) {
+    url.tls = true;
+    parse_cluster(text.substr(kTlsClusterScheme.size()), url);
+    return url;
+  }
   if (text.starts_with(kUnixScheme)) {
     std::string_view rest = text.substr(kUnixScheme.size());
     // unix:///path has no userinfo, whatever the path holds; unix://user:pw@/path has.
@@ -187,9 +203,8 @@ RedisUrl parse_or_throw_failure(std::string_view text) {
   }
   if (text.empty())
     throw Failure{"it is empty"};
-  if (text.starts_with("rediss://"))
-    throw Failure{"TLS (rediss://) is not supported yet"};
-  throw Failure{"it must start with redis://, unix:// or redis-cluster://"};
+  throw Failure{
+      "it must start with redis://, rediss://, unix://, redis-cluster:// or rediss-cluster://"};
 }
 
 }  // namespace
@@ -280,8 +295,9 @@ std::string RedisUrl::to_string() const {
   // Appended piece by piece: g++ 12 at -O3 warns (-Wrestrict, a false positive) on the
   // `"literal" + std::string&&` chain this used to be, which breaks the Release build.
   std::string out = transport == Transport::unix_socket ? "unix://"
-                    : transport == Transport::cluster   ? "redis-cluster://"
-                                                        : "redis://";
+                    : transport == Transport::cluster
+                        ? (tls ? "rediss-cluster://" : "redis-cluster://")
+                        : (tls ? "rediss://" : "redis://");
   if (!user.empty()) {
     out += user;
     out += has_password ? ":***@" : "@";

@@ -45,6 +45,18 @@
 
 namespace leasehold {
 
+// TLS for rediss:// and rediss-cluster:// URLs. The server's certificate is always verified:
+// against `ca_file` (PEM) when given, else against the system's trusted certificates; and its
+// name against `server_name`, or the URL's host when that is empty (an IP address is checked
+// against the certificate's IP entries). A server run with tls-auth-clients (Redis' default)
+// also wants a client certificate and its key.
+struct TlsOptions {
+  std::string ca_file;      // PEM file of the CAs that may sign the server's certificate
+  std::string cert_file;    // PEM client certificate (chain), for servers that ask for one
+  std::string key_file;     // PEM private key of cert_file
+  std::string server_name;  // the name to expect in the server's certificate, and to send (SNI)
+};
+
 struct ClientOptions {
   // One attempt to connect, including AUTH/SELECT, must finish within this.
   std::chrono::milliseconds connect_timeout{2000};
@@ -64,6 +76,8 @@ struct ClientOptions {
   // asynchronous: this narrows, not closes, the window in which a failover loses a lease.
   int replica_acks = 0;
   std::chrono::milliseconds replica_ack_timeout{100};
+  // Certificates for rediss:// URLs; setting any with another URL is an error.
+  TlsOptions tls;
 };
 
 namespace detail {

@@ -42,6 +42,9 @@ enum class errc {
   // Redis Cluster.
   cross_slot,      // usage: a query's keys are in different hash slots (refused before sending)
   not_replicated,  // too few replicas acknowledged an acquire (the WAIT option); it was released
+  // The TLS handshake failed (an untrusted or misnamed certificate, a server without TLS, a
+  // client certificate the server refused): fatal, like a refused password.
+  tls_failed,
 };
 
 const std::error_category& category() noexcept;

@@ -1,7 +1,9 @@
 // Where a Redis server is and how to log in to it:
 //   redis://[user[:password]@]host[:port][/db]     (host may be [IPv6]; port defaults to 6379)
+//   rediss://[user[:password]@]host[:port][/db]    (the same over TLS: see ClientOptions::tls)
 //   unix:///path/to/socket[?db=N]                  (also unix://[user[:password]@]/path?db=N)
 //   redis-cluster://[user[:password]@]host:port[,host:port...]   (seed nodes of a Redis Cluster)
+//   rediss-cluster://...                           (a Redis Cluster over TLS)
 // User and password are percent-decoded. A malformed URL is an Error(errc::invalid_url) whose
 // message quotes the URL with its password masked and says what is wrong.
 #pragma once
@@ -33,6 +35,7 @@ struct RedisUrl {
   std::string password;         // empty: no AUTH
   bool has_password = false;    // distinguishes "no password" from an empty one
   int db = 0;
+  bool tls = false;  // rediss:// and rediss-cluster://
 
   // Throws Error(errc::invalid_url) with a message that quotes the masked URL.
   static RedisUrl parse(std::string_view url);

@@ -237,6 +237,27 @@ TEST(RedisUrl, AClusterNodeKeepsTheCredentials) {
   EXPECT_TRUE(node.seeds.empty());
 }
 
+TEST(RedisUrl, TlsSchemes) {
+  const RedisUrl url = RedisUrl::parse("rediss://alice:s3cret@cache.internal:6380/2");
+  EXPECT_TRUE(url.tls);
+  EXPECT_EQ(url.transport, RedisUrl::Transport::tcp);
+  EXPECT_EQ(url.host, "cache.internal");
+  EXPECT_EQ(url.port, 6380);
+  EXPECT_EQ(url.db, 2);
+  EXPECT_EQ(url.user, "alice");
+  EXPECT_EQ(url.to_string(), "rediss://alice:***@cache.internal:6380/2");
+  EXPECT_FALSE(RedisUrl::parse("redis://cache.internal").tls);
+
+  const RedisUrl cluster = RedisUrl::parse("rediss-cluster://h1:7000,h2:7001");
+  EXPECT_TRUE(cluster.tls);
+  EXPECT_EQ(cluster.transport, RedisUrl::Transport::cluster);
+  EXPECT_EQ(cluster.seeds.size(), 2u);
+  EXPECT_EQ(cluster.to_string(), "rediss-cluster://h1:7000,h2:7001");
+  // A node of a TLS cluster is reached over TLS too.
+  EXPECT_TRUE(cluster.node({"10.1.2.3", 7005}).tls);
+  EXPECT_EQ(cluster.node({"10.1.2.3", 7005}).to_string(), "rediss://10.1.2.3:7005");
+}
+
 TEST(MaskPassword, ReplacesThePasswordOnly) {
   EXPECT_EQ(mask_password("redis://alice:s3cret@host:1/2"), "redis://alice:***@host:1/2");
   EXPECT_EQ(mask_password("redis://s3cret@host"), "redis://***@host");
@@ -279,10 +300,13 @@ constexpr const char* kSecret = "Hunter2Secret";
 
 const Malformed kMalformed[] = {
     {"", "empty"},
-    {"http://alice:Hunter2Secret@host", "must start with redis://, unix:// or redis-cluster://"},
-    {"REDIS://host", "must start with redis://, unix:// or redis-cluster://"},
-    {"host:6379", "must start with redis://, unix:// or redis-cluster://"},
-    {"rediss://alice:Hunter2Secret@host:6380", "not supported"},
+    {"http://alice:Hunter2Secret@host", "must start with redis://, rediss://, unix://"},
+    {"REDIS://host", "must start with redis://, rediss://, unix://"},
+    {"host:6379", "must start with redis://, rediss://, unix://"},
+    {"rediss://alice:Hunter2Secret@host:6380?cacert=/ca.pem", "ClientOptions::tls"},
+    {"rediss://alice:Hunter2Secret@", "host is missing"},
+    {"rediss-cluster://alice:Hunter2Secret@h:7000?x", "no query string"},
+    {"redis-clusters://alice:Hunter2Secret@h:7000", "must start with"},
     {"redis://", "host is missing"},
     {"redis-cluster://", "host is missing"},
     {"redis-cluster://alice:Hunter2Secret@h:7000,", "host is missing"},
