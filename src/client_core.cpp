@@ -435,16 +435,11 @@ ClientCore::Awaitable<ClientCore::Failure> ClientCore::connect_once() {
     std::error_code ignored;
     socket_.close(ignored);
     // A name lookup in progress cannot be interrupted: tell the waiters now, not when it ends.
-    notify_connect_waiters({make_error_code(errc::connect_timeout),
-                            "connecting to Redis at " + url_.address() + " took longer than " +
-                                std::to_string(options_.connect_timeout.count()) + " ms"});
+    notify_connect_waiters({make_error_code(errc::connect_timeout), connect_timeout_detail()});
   });
   auto finish = [&](Failure failure) {
-    if (*timed_out) {
-      return Failure{make_error_code(errc::connect_timeout),
-                     "connecting to Redis at " + url_.address() + " took longer than " +
-                         std::to_string(options_.connect_timeout.count()) + " ms"};
-    }
+    if (*timed_out)
+      return Failure{make_error_code(errc::connect_timeout), connect_timeout_detail()};
     *timed_out = true;  // disarms the watchdog if its completion is already queued
     watchdog.cancel();
     return failure;
@@ -509,6 +504,15 @@ ClientCore::Awaitable<ClientCore::Failure> ClientCore::connect_once() {
   co_return finish(std::move(failure));
 }
 
+std::string ClientCore::connect_timeout_detail() const {
+  std::string detail = "connecting to Redis at " + url_.address() + " took longer than " +
+                       std::to_string(options_.connect_timeout.count()) + " ms";
+  // A plain Redis port waits for the end of a command line that a TLS hello never sends.
+  if (tls_handshaking_)
+    detail += " during the TLS handshake; check that the port takes TLS (else use redis://)";
+  return detail;
+}
+
 ClientCore::Awaitable<ClientCore::Failure> ClientCore::tls_handshake() {
   tls_.emplace(socket_, *tls_context_);
   const std::string& name = options_.tls.server_name.empty() ? url_.host : options_.tls.server_name;
@@ -518,8 +522,10 @@ ClientCore::Awaitable<ClientCore::Failure> ClientCore::tls_handshake() {
                           " against the name '" + name + "'; set ClientOptions::tls.server_name"};
   }
   std::error_code ec;
+  tls_handshaking_ = true;
   co_await tls_->async_handshake(asio::ssl::stream_base::client,
                                  asio::redirect_error(use_awaitable, ec));
+  tls_handshaking_ = false;
   if (!ec)
     co_return Failure{};
   const std::string why = describe_tls_failure(tls_->native_handle(), ec);
@@ -595,9 +601,14 @@ ClientCore::Awaitable<ClientCore::Failure> ClientCore::handshake() {
     }
   }
   if (ec) {
-    co_return Failure{make_error_code(errc::connect_failed),
-                      "the connection to Redis at " + url_.address() +
-                          " failed while logging in: " + ec.message()};
+    // A TLS port closes a connection whose first bytes are not a TLS hello.
+    const bool maybe_tls_port = !tls_ && url_.transport == RedisUrl::Transport::tcp &&
+                                (ec == asio::error::eof || ec == asio::error::connection_reset);
+    co_return Failure{
+        make_error_code(errc::connect_failed),
+        "the connection to Redis at " + url_.address() +
+            " failed while logging in: " + ec.message() +
+            (maybe_tls_port ? "; if the server takes TLS on this port, use rediss://" : "")};
   }
   // Nothing else was asked: bytes after the setup's replies (a greeting, a reply too many) would
   // be taken for the reply to the first call.

@@ -91,6 +91,7 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   Awaitable<void> run();
   Awaitable<Failure> connect_once();
   Awaitable<Failure> tls_handshake();
+  std::string connect_timeout_detail() const;
   Awaitable<Failure> handshake();
   Awaitable<void> read_loop(Failure& failure);
   Awaitable<void> write_loop(Failure& failure);
@@ -115,6 +116,7 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   Socket socket_;
   const TlsContext tls_context_;
   std::optional<asio::ssl::stream<Socket&>> tls_;  // a new one for every connection
+  bool tls_handshaking_ = false;
   Timer writer_wakeup_;
   Timer expiry_timer_;
   Timer backoff_timer_;

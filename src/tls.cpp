@@ -48,12 +48,11 @@ std::shared_ptr<asio::ssl::context> make_tls_context(const TlsOptions& options) 
     if (ec)
       refuse("client certificate", options.cert_file, ec);
     context->use_private_key_file(options.key_file, asio::ssl::context::pem, ec);
-    if (ec)
-      refuse("private key", options.key_file, ec);
-    if (SSL_CTX_check_private_key(context->native_handle()) != 1) {
+    if (ec || SSL_CTX_check_private_key(context->native_handle()) != 1) {
       throw Error(make_error_code(errc::invalid_argument),
-                  "the TLS private key '" + options.key_file +
-                      "' does not belong to the client certificate '" + options.cert_file + "'");
+                  "cannot use the TLS private key '" + options.key_file +
+                      "': it must be the PEM key of the client certificate '" + options.cert_file +
+                      "' (" + (ec ? ec.message() : "it belongs to another certificate") + ")");
     }
   }
   return context;
