@@ -17,12 +17,12 @@
 namespace leasehold::testing {
 namespace {
 
-constexpr std::array<std::string_view, 17> kKindNames = {
-    "acquire_call", "acquire_ok",   "acquire_fail",    "acquire_unknown",
-    "extend_ok",    "extend_fail",  "extend_unknown",  "release_call",
-    "release_ok",   "release_fail", "release_unknown", "cs_begin",
-    "cs_end",       "loss",         "fence",           "counter",
-    "fault"};
+constexpr std::array<std::string_view, 18> kKindNames = {
+    "acquire_call",  "acquire_ok",   "acquire_fail",    "acquire_unknown",
+    "extend_ok",     "extend_fail",  "extend_unknown",  "release_call",
+    "release_ok",    "release_fail", "release_unknown", "cs_begin",
+    "cs_end",        "loss",         "fence",           "counter",
+    "counter_check", "fault"};
 static_assert(static_cast<std::size_t>(EventKind::fault) + 1 == kKindNames.size());
 
 template <class Integer>

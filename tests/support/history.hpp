@@ -36,13 +36,14 @@ enum class EventKind {
   release_ok,
   release_fail,  // the lease had run out
   release_unknown,
-  cs_begin,  // a critical section starts (mode w or r)
-  cs_end,    // it ends; valid: the library said the lease was valid for all of it
-  loss,      // the library reported the lease lost, at `t`; detail: the cause
-  fence,     // a fenced write: value, ok (accepted), start (when it was sent), t (its answer);
-             // detail "unknown": it failed with an error
-  counter,   // a counter write: read, value (written), ok (confirmed; 0: outcome unknown)
-  fault,     // a fault injected by a test: detail says which, target the process it hit
+  cs_begin,       // a critical section starts (mode w or r)
+  cs_end,         // it ends; valid: the library said the lease was valid for all of it
+  loss,           // the library reported the lease lost, at `t`; detail: the cause
+  fence,          // a fenced write: value, ok (accepted), start (when it was sent), t (its answer);
+                  // detail "unknown": it failed with an error
+  counter,        // a counter write: read, value (written), ok (confirmed; 0: outcome unknown)
+  counter_check,  // a section read a counter it does not write twice: read (first), value (second)
+  fault,          // a fault injected by a test: detail says which, target the process it hit
 };
 
 std::string_view to_string(EventKind kind);
@@ -58,8 +59,9 @@ struct Event {
   char mode = 'w';            // 'w' exclusive (or writer), 'r' reader
   std::int64_t deadline = 0;  // CLOCK_MONOTONIC ns
   bool valid = false;         // cs_end
-  std::int64_t value = 0;     // fence: the fence value; counter: the value written
-  std::int64_t read = 0;      // counter: the value read
+  std::int64_t value = 0;     // fence: the fence value; counter: the value written;
+                              // counter_check: the second read
+  std::int64_t read = 0;      // counter: the value read; counter_check: the first read
   bool ok = false;            // fence: accepted; counter: confirmed
   std::int64_t start = 0;     // fence, counter: when the write was sent (CLOCK_MONOTONIC ns)
   int target = 0;             // fault: the process it hit

@@ -88,23 +88,27 @@ struct Interval {
 };
 
 // Intervals of one name that overlap an earlier one of another owner, where readers may overlap
-// readers: one violation per later interval.
-std::vector<std::pair<Party, Party>> overlaps(std::vector<Interval> intervals) {
+// readers: one violation per later interval. Counts in `shared` (if given) the readers that
+// overlapped an earlier reader.
+std::vector<std::pair<Party, Party>> overlaps(std::vector<Interval> intervals,
+                                              std::size_t* shared = nullptr) {
   std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) {
     return std::tie(a.span.begin, a.span.end) < std::tie(b.span.begin, b.span.end);
   });
   Reach<std::uint64_t> any;
   Reach<std::uint64_t> writers;
+  Reach<std::uint64_t> readers;
   std::vector<std::pair<Party, Party>> found;
   for (const auto& interval : intervals) {
-    const auto earlier = interval.mode == 'r'
-                             ? writers.conflict(interval.span.begin, interval.owner)
-                             : any.conflict(interval.span.begin, interval.owner);
+    const bool reader = interval.mode == 'r';
+    const auto earlier = reader ? writers.conflict(interval.span.begin, interval.owner)
+                                : any.conflict(interval.span.begin, interval.owner);
     if (earlier)
       found.emplace_back(*earlier, interval.party);
+    if (reader && shared && readers.conflict(interval.span.begin, interval.owner))
+      ++*shared;
     any.add(interval.span.end, interval.owner, interval.party);
-    if (interval.mode != 'r')
-      writers.add(interval.span.end, interval.owner, interval.party);
+    (reader ? readers : writers).add(interval.span.end, interval.owner, interval.party);
   }
   return found;
 }
@@ -171,24 +175,40 @@ struct Section {
   std::string name;
   Party party;
   bool valid = false;
+  std::size_t counter_checks = 0;
+  std::optional<Event> counter_changed;  // the first counter_check whose two reads differ
 };
 
 std::vector<Section> sections_of(const std::vector<Event>& events) {
-  std::map<std::pair<int, int>, Event> open;  // by (pid, tid): its cs_begin
+  struct Open {
+    Event begin;
+    std::size_t counter_checks = 0;
+    std::optional<Event> counter_changed;
+  };
+  std::map<std::pair<int, int>, Open> open;  // by (pid, tid)
   std::vector<Section> sections;
   for (const auto& event : events) {
     const std::pair<int, int> thread{event.pid, event.tid};
     if (event.kind == EventKind::cs_begin) {
-      open[thread] = event;
-    } else if (event.kind == EventKind::cs_end) {
-      const auto begin = open.find(thread);
-      if (begin == open.end() || begin->second.name != event.name)
+      open[thread] = {event, 0, std::nullopt};
+    } else if (event.kind == EventKind::counter_check) {
+      const auto section = open.find(thread);
+      if (section == open.end())
         continue;
-      const Event& start = begin->second;
+      ++section->second.counter_checks;
+      if (event.read != event.value && !section->second.counter_changed)
+        section->second.counter_changed = event;
+    } else if (event.kind == EventKind::cs_end) {
+      const auto section = open.find(thread);
+      if (section == open.end() || section->second.begin.name != event.name)
+        continue;
+      const Event& start = section->second.begin;
       sections.push_back({event.name,
                           {event.pid, event.tid, start.lease, start.mode, {start.t, event.t}},
-                          event.valid});
-      open.erase(begin);
+                          event.valid,
+                          section->second.counter_checks,
+                          section->second.counter_changed});
+      open.erase(section);
     }
   }
   return sections;
@@ -295,6 +315,16 @@ HistoryReport check_history(const std::vector<Event>& events) {
     if (!section.valid)
       continue;
     ++report.valid_sections;
+    report.counter_checks += section.counter_checks;
+    if (section.counter_changed) {
+      report.counter_errors.push_back({section.counter_changed->name,
+                                       section.party,
+                                       {},
+                                       "the counter changed from " +
+                                           std::to_string(section.counter_changed->read) + " to " +
+                                           std::to_string(section.counter_changed->value) +
+                                           " during a valid section that does not write it"});
+    }
     valid_by_name[section.name].push_back(
         {section.party.span, section.party.mode, section.party, ++owner});
     if (section.party.lease == 0)
@@ -315,7 +345,7 @@ HistoryReport check_history(const std::vector<Event>& events) {
     }
   }
   for (auto& [name, intervals] : valid_by_name)
-    for (auto& [earlier, later] : overlaps(std::move(intervals)))
+    for (auto& [earlier, later] : overlaps(std::move(intervals), &report.reader_overlaps))
       report.section_overlaps.push_back(
           {name, earlier, later, "two valid critical sections overlap"});
 
@@ -331,10 +361,12 @@ std::string HistoryReport::summary(std::size_t per_kind) const {
   std::ostringstream out;
   out << leases << " leases, " << sections << " sections (" << valid_sections << " valid), "
       << losses << " losses, fences " << fences_accepted << " accepted / " << fences_rejected
-      << " rejected, " << counter_writes << " counter writes; violations: " << double_grants.size()
-      << " double grants, " << section_overlaps.size() << " section overlaps, " << false_held.size()
-      << " false held, " << late_grants.size() << " late grants, " << fence_order.size()
-      << " fence order, " << counter_errors.size() << " counter\n";
+      << " rejected, " << counter_writes << " counter writes, " << counter_checks
+      << " counter checks, " << reader_overlaps
+      << " reader overlaps; violations: " << double_grants.size() << " double grants, "
+      << section_overlaps.size() << " section overlaps, " << false_held.size() << " false held, "
+      << late_grants.size() << " late grants, " << fence_order.size() << " fence order, "
+      << counter_errors.size() << " counter\n";
   const auto list = [&](const char* kind, const std::vector<Violation>& violations) {
     for (std::size_t i = 0; i < violations.size() && i < per_kind; ++i) {
       const auto& v = violations[i];
@@ -397,7 +429,8 @@ std::vector<Takeover> takeovers(const std::vector<Event>& events) {
       if (event.t > death.t)
         break;
       if (event.pid != death.target || event.name.empty() || event.kind == EventKind::fence ||
-          event.kind == EventKind::counter || event.kind == EventKind::fault)
+          event.kind == EventKind::counter || event.kind == EventKind::counter_check ||
+          event.kind == EventKind::fault)
         continue;
       last[event.name] = event.kind;
     }

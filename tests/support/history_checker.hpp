@@ -8,13 +8,15 @@
 //    arrives after the previous deadline starts a new piece: the gap in between is not covered.
 //  - no overlap of critical sections that the library said were valid throughout (readers may
 //    overlap readers). Sections that touch (one ends at the very nanosecond the next begins) do
-//    not overlap.
+//    not overlap. It counts the reader sections that did overlap another reader's, to show that
+//    readers really shared.
 //  - no false "held": a valid section of a known lease lies inside one piece of its proven life.
 //  - no grant reported at or after its own deadline.
 //  - fences: an accepted fenced write whose answer came before another accepted write was sent
 //    carries a smaller value (fences accepted only in increasing order).
 //  - counters: every confirmed write of a read-increment-write counter wrote read + 1, and no two
-//    confirmed writes wrote the same value (a lost update).
+//    confirmed writes wrote the same value (a lost update); a counter that a valid section read
+//    twice (a reader's counter_check) did not change in between (a writer got in).
 // It also measures: loss reports against the lease's proven end, and takeovers after a holder
 // was killed (the first grant to anyone else after the kill).
 #pragma once
@@ -58,6 +60,10 @@ struct HistoryReport {
   std::size_t fences_accepted = 0;
   std::size_t fences_rejected = 0;  // stale writes the resource refused
   std::size_t counter_writes = 0;   // confirmed counter writes
+  std::size_t counter_checks = 0;   // counter_checks inside valid sections
+  // Valid reader sections that began while a valid reader section of another thread on the same
+  // name was still open: the readers that shared.
+  std::size_t reader_overlaps = 0;
 
   std::vector<Violation> double_grants;
   std::vector<Violation> section_overlaps;

@@ -12,15 +12,26 @@
 //   (see below); with --write-after-loss the section runs to its end and makes its write even
 //   after the lease was lost (a holder that does not look at its stop token). Extensions are seen
 //   as the token's deadline moving. With --probe the worker instead tries every name once per
-//   --retry-ms and releases at once. Runs --duration-ms or --iterations sections.
+//   --retry-ms and releases at once. Runs --duration-ms or --iterations sections. With
+//   --lock rwlock-writer it takes the writer side of an RwLock<std::string> (try_write) instead;
+//   with --lock-fence the lock hands out fencing numbers (with_fencing()) and the fenced write
+//   carries the token's fence() instead of a version read from the resource.
+// rwlock: --threads N threads, the first --readers of them readers and the rest writers, take
+//   RwLock<std::string>{"torture", ttl, prefix} (with --writer-preference-ms, writers preferred;
+//   with --fence, fenced writers) on random names of --names with try_read / try_write, retried
+//   every --retry-ms, and run a section under while_held. A writer's section reads the counter
+//   "<prefix>:counter:<name>", holds --hold-us, writes it + 1 (and with --fence makes a fenced
+//   write with its token's fence()); a reader's reads the counter, holds --read-hold-us and reads
+//   it again: a writer inside the section would have changed it. A writer pauses --write-pause-ms
+//   after each of its sections. Runs --duration-ms.
 // cron: a cron::Scheduler job (AtLeast --interval-ms) that claims cron::IntervalLease
 //   (--lease-ms) on --names' first name at each tick and then runs for --run-ms.
 //
-// The fenced resource is a Redis key "<prefix>:fence:<name>" holding the highest version accepted
-// so far. A holder reads it under its lease and writes version read + 1; the resource accepts a
-// write only if its version is higher than the one it holds (a Lua script), so a stale holder
-// whose lease ran out while someone else wrote is refused — the fencing of docs/locks.md with a
-// value the resource keeps.
+// The fenced resource is a Redis key "<prefix>:fence:<name>" holding the highest fence accepted
+// so far; it accepts a write only if its fence is higher (a Lua script). The fence is either a
+// version the holder reads from the resource under its lease and increments, or the fencing
+// number its lock granted (token.fence()). Either way a stale holder whose lease ran out while
+// someone else wrote is refused — the fencing of docs/locks.md.
 #include <unistd.h>
 
 #include <atomic>
@@ -33,6 +44,7 @@
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "history.hpp"
@@ -118,6 +130,12 @@ void hold_until(std::int64_t until_ns, Step step) {
   }
 }
 
+// The counter "<prefix>:counter:<name>"; 0 if it does not exist.
+long long read_counter(leasehold::Client& redis, const std::string& key) {
+  const auto value = redis.process(leasehold::Command{"GET", key});
+  return value.is_nil() ? 0 : std::stoll(value.str);
+}
+
 // --- with-lock -----------------------------------------------------------------------------------
 
 int run_with_lock(const Options& options) {
@@ -151,8 +169,7 @@ int run_with_lock(const Options& options) {
               std::stop_callback on_loss(stop, [&] { lost_at = monotonic_ns(); });
               recorder.record({.kind = EventKind::cs_begin, .name = name});
               try {
-                const auto value = redis.process(leasehold::Command{"GET", counter});
-                const long long current = value.is_nil() ? 0 : std::stoll(value.str);
+                const long long current = read_counter(redis, counter);
                 hold_until(monotonic_ns() + std::chrono::nanoseconds(hold).count(),
                            [&] { return !stop.stop_requested(); });
                 if (!stop.stop_requested()) {
@@ -201,20 +218,35 @@ int run_with_lock(const Options& options) {
 
 // --- lease ---------------------------------------------------------------------------------------
 
+// L: Lock<std::string>, or RwLock<std::string> whose writer side it takes.
+template <class L>
 struct LeaseWorker {
+  using Token = leasehold::LockToken<L>;
+
   const Options& options;
   Recorder recorder{options.text("out")};
   leasehold::Client redis;
   const std::string prefix = options.text("prefix", "torture");
-  const leasehold::Lock<std::string> lock;
+  const L lock;
+  const bool lock_fence = options.flag("lock-fence");
   const std::vector<std::string> names = options.names();
   const std::chrono::milliseconds retry = ms(options.number("retry-ms", 10));
   std::mt19937 random{static_cast<unsigned>(::getpid())};
 
   explicit LeaseWorker(const Options& o)
-      : options(o),
-        redis(o.text("url"), client_options(o)),
-        lock("torture", ms(o.number("ttl-ms", 1000)), prefix) {}
+      : options(o), redis(o.text("url"), client_options(o)), lock(make_lock(o, prefix)) {}
+
+  static L make_lock(const Options& o, const std::string& prefix) {
+    const L plain("torture", ms(o.number("ttl-ms", 1000)), prefix);
+    return o.flag("lock-fence") ? plain.with_fencing() : plain;
+  }
+
+  auto try_acquire(const std::string& name) const {
+    if constexpr (std::is_same_v<L, leasehold::RwLock<std::string>>)
+      return lock.try_write(name);
+    else
+      return lock.try_lock(name);
+  }
 
   static leasehold::ClientOptions client_options(const Options& o) {
     leasehold::ClientOptions client;
@@ -223,11 +255,10 @@ struct LeaseWorker {
   }
 
   // One attempt; the token if granted. Records the call and its outcome.
-  std::optional<leasehold::LockToken<leasehold::Lock<std::string>>> attempt(const std::string& name,
-                                                                            std::uint64_t lease) {
+  std::optional<Token> attempt(const std::string& name, std::uint64_t lease) {
     recorder.record({.kind = EventKind::acquire_call, .name = name, .lease = lease});
     try {
-      auto token = redis.process(lock.try_lock(name));
+      auto token = redis.process(try_acquire(name));
       if (!token) {
         recorder.record({.kind = EventKind::acquire_fail, .name = name, .lease = lease});
         return std::nullopt;
@@ -246,8 +277,7 @@ struct LeaseWorker {
     }
   }
 
-  void release(const leasehold::LockToken<leasehold::Lock<std::string>>& token,
-               const std::string& name, std::uint64_t lease) {
+  void release(const Token& token, const std::string& name, std::uint64_t lease) {
     recorder.record({.kind = EventKind::release_call, .name = name, .lease = lease});
     try {
       const bool released = redis.process(token.release());
@@ -263,8 +293,8 @@ struct LeaseWorker {
   }
 
   // The section under a held lease: extensions are recorded as the token's deadline moves.
-  void section(const leasehold::LockToken<leasehold::Lock<std::string>>& token,
-               const std::string& name, std::uint64_t lease, std::chrono::milliseconds length) {
+  void section(const Token& token, const std::string& name, std::uint64_t lease,
+               std::chrono::milliseconds length) {
     std::atomic<std::int64_t> lost_at{0};
     std::int64_t seen_deadline = to_monotonic_ns(token.deadline());
     const auto observe = [&] {
@@ -282,7 +312,9 @@ struct LeaseWorker {
       long long version = 0;
       const std::string fence_key = prefix + ":fence:" + name;
       try {
-        if (options.flag("fence")) {
+        if (options.flag("fence") && lock_fence) {
+          version = static_cast<long long>(token.fence().value_or(0));
+        } else if (options.flag("fence")) {
           const auto current = redis.process(leasehold::Command{"GET", fence_key});
           version = (current.is_nil() ? 0 : std::stoll(current.str)) + 1;
         }
@@ -352,7 +384,7 @@ struct LeaseWorker {
         continue;
       }
       const std::string& name = names[pick(random)];
-      std::optional<leasehold::LockToken<leasehold::Lock<std::string>>> token;
+      std::optional<Token> token;
       std::uint64_t lease = 0;
       while (monotonic_ns() < end) {
         lease = recorder.next_lease();
@@ -367,6 +399,210 @@ struct LeaseWorker {
       release(*token, name, lease);
       ++done;
     }
+    return 0;
+  }
+};
+
+// --- rwlock --------------------------------------------------------------------------------------
+
+struct RwLockWorker {
+  using RwLock = leasehold::RwLock<std::string>;
+
+  const Options& options;
+  const Recorder recorder{options.text("out")};
+  leasehold::Client redis{options.text("url")};
+  const std::string prefix = options.text("prefix", "torture");
+  const RwLock lock = make_lock(options, prefix);
+  const bool fence = options.flag("fence");
+  const std::vector<std::string> names = options.names();
+  const std::chrono::milliseconds retry = ms(options.number("retry-ms", 2));
+  const std::chrono::microseconds write_hold{options.number("hold-us", 500)};
+  const std::chrono::microseconds read_hold{options.number("read-hold-us", 2000)};
+  const std::chrono::milliseconds write_pause = ms(options.number("write-pause-ms", 0));
+  std::atomic<std::uint64_t> next_lease{0};
+
+  explicit RwLockWorker(const Options& o) : options(o) {}
+
+  static RwLock make_lock(const Options& o, const std::string& prefix) {
+    RwLock lock("torture", ms(o.number("ttl-ms", 2000)), prefix);
+    if (o.flag("writer-preference-ms"))
+      lock = lock.with_writer_preference(ms(o.number("writer-preference-ms", 0)));
+    if (o.flag("fence"))
+      lock = lock.with_fencing();
+    return lock;
+  }
+
+  // One attempt with `query` (try_read or try_write); true if it was granted and its section ran.
+  template <class Query>
+  bool attempt(const Query& query, const std::string& name, char mode) {
+    const std::uint64_t lease = ++next_lease;
+    recorder.record({.kind = EventKind::acquire_call, .name = name, .lease = lease, .mode = mode});
+    decltype(redis.process(query)) token;
+    try {
+      token = redis.process(query);
+    } catch (const leasehold::Error& e) {
+      recorder.record({.kind = EventKind::acquire_unknown,
+                       .name = name,
+                       .lease = lease,
+                       .mode = mode,
+                       .detail = as_word(e.what())});
+      return false;
+    }
+    if (!token) {
+      recorder.record(
+          {.kind = EventKind::acquire_fail, .name = name, .lease = lease, .mode = mode});
+      return false;
+    }
+    recorder.record({.kind = EventKind::acquire_ok,
+                     .name = name,
+                     .lease = lease,
+                     .mode = mode,
+                     .deadline = to_monotonic_ns(token->deadline())});
+    section(*token, name, lease, mode);
+    recorder.record({.kind = EventKind::release_call, .name = name, .lease = lease, .mode = mode});
+    try {
+      const bool released = redis.process(token->release());
+      recorder.record({.kind = released ? EventKind::release_ok : EventKind::release_fail,
+                       .name = name,
+                       .lease = lease,
+                       .mode = mode});
+    } catch (const leasehold::Error& e) {
+      recorder.record({.kind = EventKind::release_unknown,
+                       .name = name,
+                       .lease = lease,
+                       .mode = mode,
+                       .detail = as_word(e.what())});
+    }
+    return true;
+  }
+
+  // The section under while_held. Its end is recorded once while_held has returned, as valid if
+  // while_held said the lease was held: that is the library's verdict on the whole section.
+  template <class Token>
+  void section(const Token& token, const std::string& name, std::uint64_t lease, char mode) {
+    const std::string counter = prefix + ":counter:" + name;
+    std::atomic<std::int64_t> lost_at{0};
+    std::int64_t seen_deadline = to_monotonic_ns(token.deadline());
+    const auto observe = [&] {
+      const std::int64_t deadline = to_monotonic_ns(token.deadline());
+      if (deadline > seen_deadline) {
+        seen_deadline = deadline;
+        recorder.record({.kind = EventKind::extend_ok,
+                         .name = name,
+                         .lease = lease,
+                         .mode = mode,
+                         .deadline = deadline});
+      }
+    };
+    std::int64_t ended = 0;
+    std::string error;
+    const auto held = leasehold::while_held(redis, token, [&](std::stop_token stop) {
+      std::stop_callback on_loss(stop, [&] { lost_at = monotonic_ns(); });
+      recorder.record({.kind = EventKind::cs_begin, .name = name, .lease = lease, .mode = mode});
+      try {
+        const long long first = read_counter(redis, counter);
+        const auto hold = mode == 'r' ? read_hold : write_hold;
+        hold_until(monotonic_ns() + std::chrono::nanoseconds(hold).count(), [&] {
+          observe();
+          return !stop.stop_requested();
+        });
+        if (mode == 'r') {
+          recorder.record({.kind = EventKind::counter_check,
+                           .name = name,
+                           .lease = lease,
+                           .mode = mode,
+                           .value = read_counter(redis, counter),
+                           .read = first});
+        } else if (!stop.stop_requested() && !token.expired()) {
+          write(token, name, lease, counter, first);
+        }
+      } catch (const leasehold::Error& e) {
+        error = as_word(e.what());
+      }
+      observe();
+      ended = monotonic_ns();
+    });
+    recorder.record({.t = ended,
+                     .kind = EventKind::cs_end,
+                     .name = name,
+                     .lease = lease,
+                     .mode = mode,
+                     .valid = !held.was_lost() && error.empty(),
+                     .detail = error});
+    if (held.was_lost()) {
+      recorder.record({.t = lost_at ? lost_at.load() : monotonic_ns(),
+                       .kind = EventKind::loss,
+                       .name = name,
+                       .lease = lease,
+                       .mode = mode,
+                       .detail = cause_word(held.loss_cause())});
+    }
+  }
+
+  // A writer's counter write (read + 1), then with --fence its fenced write.
+  template <class Token>
+  void write(const Token& token, const std::string& name, std::uint64_t lease,
+             const std::string& counter, long long read) {
+    std::int64_t sent = monotonic_ns();
+    bool confirmed = false;
+    try {
+      redis.process(leasehold::Command{"SET", counter, std::to_string(read + 1)});
+      confirmed = true;
+    } catch (const leasehold::Error&) {
+      // Unknown: the SET may or may not have run; the checker allows for both.
+    }
+    recorder.record({.kind = EventKind::counter,
+                     .name = name,
+                     .lease = lease,
+                     .value = read + 1,
+                     .read = read,
+                     .ok = confirmed,
+                     .start = sent});
+    if (!fence)
+      return;
+    const auto value = static_cast<long long>(token.fence().value_or(0));
+    sent = monotonic_ns();
+    try {
+      const auto accepted = redis.process(leasehold::Command{
+          "EVAL", kFenceScript, "1", prefix + ":fence:" + name, std::to_string(value)});
+      recorder.record({.kind = EventKind::fence,
+                       .name = name,
+                       .lease = lease,
+                       .value = value,
+                       .ok = accepted.integer == 1,
+                       .start = sent});
+    } catch (const leasehold::Error&) {
+      recorder.record({.kind = EventKind::fence,
+                       .name = name,
+                       .lease = lease,
+                       .value = value,
+                       .start = sent,
+                       .detail = "unknown"});
+    }
+  }
+
+  int run() {
+    const std::int64_t end = monotonic_ns() + options.number("duration-ms", 1000) * 1'000'000;
+    const auto thread_main = [&](unsigned seed, bool reader) {
+      std::mt19937 random(seed);
+      std::uniform_int_distribution<std::size_t> pick(0, names.size() - 1);
+      while (monotonic_ns() < end) {
+        const std::string& name = names[pick(random)];
+        const bool ran = reader ? attempt(lock.try_read(name), name, 'r')
+                                : attempt(lock.try_write(name), name, 'w');
+        if (!ran)
+          std::this_thread::sleep_for(retry);  // between attempts
+        else if (!reader)
+          std::this_thread::sleep_for(write_pause);  // a writer's think time between sections
+      }
+    };
+    std::vector<std::thread> threads;
+    const int count = static_cast<int>(options.number("threads", 2));
+    const int readers = static_cast<int>(options.number("readers", 1));
+    for (int t = 0; t < count; ++t)
+      threads.emplace_back(thread_main, static_cast<unsigned>(::getpid() * 100 + t), t < readers);
+    for (auto& thread : threads)
+      thread.join();
     return 0;
   }
 };
@@ -423,7 +659,7 @@ int run_cron(const Options& options) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: leasehold-torture-worker with-lock|lease|cron --url URL --out FILE "
+    std::cerr << "usage: leasehold-torture-worker with-lock|lease|rwlock|cron --url URL --out FILE "
                  "[--option value]...\n";
     return 64;
   }
@@ -432,8 +668,12 @@ int main(int argc, char** argv) {
     const std::string mode = argv[1];
     if (mode == "with-lock")
       return run_with_lock(options);
+    if (mode == "lease" && options.text("lock", "lock") == "rwlock-writer")
+      return LeaseWorker<leasehold::RwLock<std::string>>(options).run();
     if (mode == "lease")
-      return LeaseWorker(options).run();
+      return LeaseWorker<leasehold::Lock<std::string>>(options).run();
+    if (mode == "rwlock")
+      return RwLockWorker(options).run();
     if (mode == "cron")
       return run_cron(options);
     std::cerr << "leasehold-torture-worker: unknown mode " << mode << "\n";

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
@@ -29,16 +30,32 @@ const Event* first_event(const std::vector<Event>& events,
   return at == events.end() ? nullptr : &*at;
 }
 
+struct SigstopScenario {
+  std::string id;
+  int rounds = 0;
+  // The lock of a round (the holder's and the contender's worker options): a Lock whose fenced
+  // write carries a version read from the resource, or a lock that issues fencing numbers.
+  std::function<std::vector<std::pair<std::string, std::string>>(int round)> lock_options;
+  // The holder's section; it is stopped right after the section begins and makes its stale
+  // write at the section's end, after it resumed.
+  std::chrono::milliseconds holder_section{0};
+  // The fence comes from the lock (--lock-fence in lock_options), not from the resource.
+  bool fences_from_lock = false;
+  // How many sections the contender runs: empty for as many as fit in its 2.5 s.
+  std::string contender_iterations;
+  // Extra figures from the rounds' lock options, e.g. how many rounds used which lock.
+  std::vector<std::pair<std::string, std::string>> figures;
+};
+
 // A holder is stopped for 1.5 TTLs while inside its critical section. Its lease runs out; a
 // contender gets in after the expiry and writes to the fenced resource; the stale holder resumes,
 // learns of the loss, and makes its own write anyway (as a holder that does not check its stop
 // token would): the resource refuses it.
-TEST(TortureSignals, AHolderStoppedPastItsLeaseLearnsOfTheLossAndItsFencedWriteIsRefused) {
+void run_sigstop(const SigstopScenario& scenario) {
   constexpr auto kTtl = 500ms;
   constexpr auto kStop = kTtl * 3 / 2;
-  const int rounds = scaled(20, 3);
   RedisServer server;
-  HistoryDir dir("sigstop");
+  HistoryDir dir(scenario.id);
   const Recorder faults(dir.file("test"));
   struct Round {
     pid_t holder = 0;
@@ -46,17 +63,20 @@ TEST(TortureSignals, AHolderStoppedPastItsLeaseLearnsOfTheLossAndItsFencedWriteI
     std::string name;
   };
   std::vector<Round> done;
-  for (int round = 0; round < rounds; ++round) {
+  for (int round = 0; round < scenario.rounds; ++round) {
     const std::string name = "stop" + std::to_string(round);
+    const auto lock_options = scenario.lock_options(round);
     const std::string holder_file = dir.file("holder-" + std::to_string(round));
-    Worker holder(worker_args("lease", server.unix_url(), holder_file,
-                              {{"names", name},
-                               {"ttl-ms", std::to_string(kTtl.count())},
-                               {"cs-ms", "1500"},
-                               {"iterations", "1"},
-                               {"duration-ms", "30000"},
-                               {"fence", ""},
-                               {"write-after-loss", ""}}));
+    auto holder_options = lock_options;
+    holder_options.insert(holder_options.end(),
+                          {{"names", name},
+                           {"ttl-ms", std::to_string(kTtl.count())},
+                           {"cs-ms", std::to_string(scenario.holder_section.count())},
+                           {"iterations", "1"},
+                           {"duration-ms", "30000"},
+                           {"fence", ""},
+                           {"write-after-loss", ""}});
+    Worker holder(worker_args("lease", server.unix_url(), holder_file, holder_options));
     ASSERT_TRUE(wait_for_history(
         holder_file,
         [](const std::vector<Event>& events) {
@@ -64,14 +84,18 @@ TEST(TortureSignals, AHolderStoppedPastItsLeaseLearnsOfTheLossAndItsFencedWriteI
         },
         10s))
         << "the holder never entered its section";
+    auto contender_options = lock_options;
+    contender_options.insert(contender_options.end(), {{"names", name},
+                                                       {"ttl-ms", std::to_string(kTtl.count())},
+                                                       {"cs-ms", "5:20"},
+                                                       {"retry-ms", "10"},
+                                                       {"duration-ms", "2500"},
+                                                       {"fence", ""}});
+    if (!scenario.contender_iterations.empty())
+      contender_options.push_back({"iterations", scenario.contender_iterations});
     Worker contender(worker_args("lease", server.unix_url(),
                                  dir.file("contender-" + std::to_string(round)),
-                                 {{"names", name},
-                                  {"ttl-ms", std::to_string(kTtl.count())},
-                                  {"cs-ms", "5:20"},
-                                  {"retry-ms", "10"},
-                                  {"duration-ms", "2500"},
-                                  {"fence", ""}}));
+                                 contender_options));
     faults.record(
         {.kind = EventKind::fault, .name = name, .target = holder.pid(), .detail = "sigstop"});
     holder.signal(SIGSTOP);
@@ -94,6 +118,9 @@ TEST(TortureSignals, AHolderStoppedPastItsLeaseLearnsOfTheLossAndItsFencedWriteI
   std::vector<std::int64_t> takeover_after_deadline;
   int stale_attempts = 0;
   int stale_accepted = 0;
+  int contender_writes = 0;
+  int contender_accepted = 0;
+  int stale_fence_after_takeover = 0;
   for (const auto& round : done) {
     SCOPED_TRACE(round.name);
     const auto fault = [&](const char* what) {
@@ -120,31 +147,106 @@ TEST(TortureSignals, AHolderStoppedPastItsLeaseLearnsOfTheLossAndItsFencedWriteI
     EXPECT_LT(contender_in->t, resumed->t) << "the contender got in only after the resume";
     EXPECT_GE(contender_in->t, loss->deadline);
     takeover_after_deadline.push_back(contender_in->t - loss->deadline);
-    // The stale holder's fenced write was refused.
+    // The stale holder's fenced write was refused because a write of the contender with a fence
+    // at least as high had been accepted before it was sent, not by chance.
+    const Event* stale = first_event(events, [&](const Event& e) {
+      return e.kind == EventKind::fence && e.pid == round.holder;
+    });
+    ASSERT_NE(stale, nullptr) << "the stale holder made no fenced write";
+    const Event* contender_first = first_event(events, [&](const Event& e) {
+      return e.kind == EventKind::fence && e.pid == round.contender && e.ok;
+    });
+    ASSERT_NE(contender_first, nullptr) << "no fenced write of the contender was accepted";
+    EXPECT_NE(first_event(events,
+                          [&](const Event& e) {
+                            return e.kind == EventKind::fence && e.pid == round.contender && e.ok &&
+                                   e.t < stale->start && e.value >= stale->value;
+                          }),
+              nullptr)
+        << "no write of the contender with a fence of " << stale->value
+        << " or more was accepted before the stale write";
+    // A version read from the resource may be read after the takeover (the stop came between the
+    // section's start and the read): then only the contender's later writes keep it refused. A
+    // lock-issued fence is fixed at the grant, below every later grant's.
+    if (stale->value > contender_first->value)
+      ++stale_fence_after_takeover;
+    if (scenario.fences_from_lock) {
+      EXPECT_LT(stale->value, contender_first->value) << "the stale lease's fence is not lower";
+    }
     for (const auto& event : events) {
-      if (event.kind != EventKind::fence || event.pid != round.holder)
+      if (event.kind != EventKind::fence)
         continue;
-      ++stale_attempts;
-      EXPECT_EQ(event.detail, "after_loss");
-      if (event.ok)
-        ++stale_accepted;
+      if (event.pid == round.contender) {
+        ++contender_writes;
+        EXPECT_TRUE(event.ok) << "the contender's fenced write " << event.value << " was refused";
+        if (event.ok)
+          ++contender_accepted;
+      } else if (event.pid == round.holder) {
+        ++stale_attempts;
+        EXPECT_EQ(event.detail, "after_loss");
+        if (event.ok)
+          ++stale_accepted;
+      }
     }
   }
-  EXPECT_EQ(stale_attempts, rounds);
+  EXPECT_EQ(stale_attempts, scenario.rounds);
   EXPECT_EQ(stale_accepted, 0);
   const auto resume = stats_ms(loss_after_resume);
   const auto takeover = stats_ms(takeover_after_deadline);
-  report_figures("sigstop", {{"rounds", std::to_string(rounds)},
-                             {"ttl_ms", std::to_string(kTtl.count())},
-                             {"stopped_ms", std::to_string(kStop.count())},
-                             {"stale_attempts", std::to_string(stale_attempts)},
-                             {"stale_accepted", std::to_string(stale_accepted)},
-                             {"double_grants", std::to_string(report.double_grants.size())},
-                             {"overlaps", std::to_string(report.section_overlaps.size())},
-                             {"loss_after_resume_p50", ms_figure(resume.p50_ms)},
-                             {"loss_after_resume_max", ms_figure(resume.max_ms)},
-                             {"takeover_after_deadline_p50", ms_figure(takeover.p50_ms)},
-                             {"takeover_after_deadline_max", ms_figure(takeover.max_ms)}});
+  std::vector<std::pair<std::string, std::string>> figures = {
+      {"rounds", std::to_string(scenario.rounds)}};
+  figures.insert(figures.end(), scenario.figures.begin(), scenario.figures.end());
+  figures.insert(figures.end(),
+                 {{"ttl_ms", std::to_string(kTtl.count())},
+                  {"stopped_ms", std::to_string(kStop.count())},
+                  {"stale_attempts", std::to_string(stale_attempts)},
+                  {"stale_accepted", std::to_string(stale_accepted)},
+                  {"contender_writes", std::to_string(contender_writes)},
+                  {"contender_accepted", std::to_string(contender_accepted)},
+                  {"stale_fence_after_takeover", std::to_string(stale_fence_after_takeover)},
+                  {"double_grants", std::to_string(report.double_grants.size())},
+                  {"overlaps", std::to_string(report.section_overlaps.size())},
+                  {"loss_after_resume_p50", ms_figure(resume.p50_ms)},
+                  {"loss_after_resume_max", ms_figure(resume.max_ms)},
+                  {"takeover_after_deadline_p50", ms_figure(takeover.p50_ms)},
+                  {"takeover_after_deadline_max", ms_figure(takeover.max_ms)}});
+  report_figures(scenario.id, figures);
+}
+
+// The fence is a version the holder read from the resource under its lease.
+TEST(TortureSignals, AHolderStoppedPastItsLeaseLearnsOfTheLossAndItsFencedWriteIsRefused) {
+  run_sigstop(
+      {.id = "sigstop",
+       .rounds = scaled(20, 3),
+       .lock_options = [](int) { return std::vector<std::pair<std::string, std::string>>{}; },
+       .holder_section = 1500ms,
+       .fences_from_lock = false,
+       .contender_iterations = {},
+       .figures = {}});
+}
+
+// The fence is the fencing number the lock granted (token.fence()): a Lock::with_fencing() in even
+// rounds, the writer side of an RwLock::with_fencing() in odd ones. The contender's grant came
+// later, so its number is higher.
+TEST(TortureSignals, AStoppedHoldersWriteWithTheFenceItsLockIssuedIsRefused) {
+  const int rounds = scaled(20, 4);
+  run_sigstop(
+      {.id = "sigstop_lock_fence",
+       .rounds = rounds,
+       .lock_options =
+           [](int round) {
+             std::vector<std::pair<std::string, std::string>> options = {{"lock-fence", ""}};
+             if (round % 2 == 1)
+               options.push_back({"lock", "rwlock-writer"});
+             return options;
+           },
+       // Shorter rounds: the section still ends well after the resume (at 750 ms), and the
+       // contender's few sections end before the resume.
+       .holder_section = 1000ms,
+       .fences_from_lock = true,
+       .contender_iterations = "3",
+       .figures = {{"lock_rounds", std::to_string((rounds + 1) / 2)},
+                   {"rwlock_writer_rounds", std::to_string(rounds / 2)}}});
 }
 
 // Holders are killed at random points (acquiring, holding, extending, releasing). No lock key ever

@@ -88,6 +88,18 @@ class History {
          .start = t - 1});
     return *this;
   }
+  // Reads of a counter at the start and the end of a section of pid's thread.
+  History& counter_check(int pid, const std::string& name, std::int64_t t, std::int64_t first,
+                         std::int64_t second) {
+    add({.t = t,
+         .pid = pid,
+         .tid = pid,
+         .kind = EventKind::counter_check,
+         .name = name,
+         .value = second,
+         .read = first});
+    return *this;
+  }
   History& event(Event e) {
     add(std::move(e));
     return *this;
@@ -182,6 +194,53 @@ TEST(HistoryChecker, ReadersMayOverlapReadersButNotAWriter) {
                                  .section(2, "a", 10 * kMs, 20 * kMs, true, 'w')
                                  .check();
   EXPECT_EQ(behind_reader.section_overlaps.size(), 1u) << behind_reader.summary();
+}
+
+TEST(HistoryChecker, ReadersThatSharedAreCountedAndReadersInTurnAreNot) {
+  const auto in_turn = History()
+                           .section(1, "a", 0, 10 * kMs, true, 'r')
+                           .section(2, "a", 10 * kMs, 20 * kMs, true, 'r')
+                           .section(3, "b", 5 * kMs, 15 * kMs, true, 'r')
+                           .check();
+  EXPECT_TRUE(in_turn.clean()) << in_turn.summary();
+  EXPECT_EQ(in_turn.reader_overlaps, 0u);
+  // Pid 2 and pid 3 each began while pid 1 still read; pid 4 read while the name was free.
+  const auto shared = History()
+                          .section(1, "a", 0, 10 * kMs, true, 'r')
+                          .section(2, "a", 10 * kMs - 1, 20 * kMs, true, 'r')
+                          .section(3, "a", 5 * kMs, 6 * kMs, true, 'r')
+                          .section(4, "a", 30 * kMs, 40 * kMs, true, 'r')
+                          .check();
+  EXPECT_TRUE(shared.clean()) << shared.summary();
+  EXPECT_EQ(shared.reader_overlaps, 2u) << shared.summary();
+  // A reader overlapping a section the library did not call valid did not share a valid lease.
+  const auto one_invalid = History()
+                               .section(1, "a", 0, 10 * kMs, false, 'r')
+                               .section(2, "a", 5 * kMs, 20 * kMs, true, 'r')
+                               .check();
+  EXPECT_EQ(one_invalid.reader_overlaps, 0u) << one_invalid.summary();
+}
+
+TEST(HistoryChecker, ACounterThatChangedDuringAValidReaderSectionIsCaught) {
+  const auto steady = History()
+                          .section(1, "a", 0, 10 * kMs, true, 'r')
+                          .counter_check(1, "a", 9 * kMs, 7, 7)
+                          .check();
+  EXPECT_TRUE(steady.clean()) << steady.summary();
+  EXPECT_EQ(steady.counter_checks, 1u);
+  const auto changed = History()
+                           .section(1, "a", 0, 10 * kMs, true, 'r')
+                           .counter_check(1, "a", 9 * kMs, 7, 8)
+                           .check();
+  ASSERT_EQ(changed.counter_errors.size(), 1u) << changed.summary();
+  EXPECT_EQ(changed.counter_errors[0].first.pid, 1);
+  // The library said the lease was lost during the section: a change proves nothing.
+  const auto lost = History()
+                        .section(1, "a", 0, 10 * kMs, false, 'r')
+                        .counter_check(1, "a", 9 * kMs, 7, 8)
+                        .check();
+  EXPECT_TRUE(lost.clean()) << lost.summary();
+  EXPECT_EQ(lost.counter_checks, 0u);
 }
 
 // --- Leases ------------------------------------------------------------------------------------
@@ -420,6 +479,10 @@ TEST(HistoryRecorder, EventsSurviveTheRoundTripThroughALine) {
   EXPECT_FALSE(parse_event("t=12 pid=1").has_value());            // no kind
   EXPECT_FALSE(parse_event("t=1x pid=1 kind=loss").has_value());  // a torn number
   EXPECT_FALSE(parse_event("t=1 kind=nonsense").has_value());
+  for (std::size_t k = 0; k <= static_cast<std::size_t>(EventKind::fault); ++k) {
+    const auto kind = static_cast<EventKind>(k);
+    EXPECT_EQ(event_kind_from_string(to_string(kind)), kind) << to_string(kind);
+  }
 }
 
 TEST(HistoryRecorder, SteadyClockIsClockMonotonic) {
