@@ -36,6 +36,7 @@ std::string format_duration(std::chrono::milliseconds d);
 
 struct Globals {
   std::string redis_url;
+  TlsOptions tls;  // for rediss:// URLs
   std::string prefix = "leasehold";
   bool verbose = false;
   bool quiet = false;

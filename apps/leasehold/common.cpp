@@ -38,11 +38,12 @@ Client connect_or_exit(const Globals& globals) {
   try {
     ClientOptions options;
     options.client_name = "leasehold-cli";
+    options.tls = globals.tls;
     Client client(globals.redis_url, options);
     client.connect();
     return client;
   } catch (const Error& e) {
-    if (e.code() == errc::invalid_url) {
+    if (e.code() == errc::invalid_url || e.code() == errc::invalid_argument) {
       warn(e.what());
       std::exit(kExitUsage);
     }

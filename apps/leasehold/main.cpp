@@ -42,8 +42,24 @@ int main(int argc, char** argv) {
     globals.redis_url = "redis://127.0.0.1:6379";
   app.add_option("--redis", globals.redis_url,
                  "Redis URL: redis://[user[:password]@]host[:port][/db], unix:///path[?db=N] or "
-                 "redis-cluster://[user[:password]@]host:port[,host:port...] (default: "
-                 "$LEASEHOLD_REDIS_URL, then redis://127.0.0.1:6379)");
+                 "redis-cluster://[user[:password]@]host:port[,host:port...]; rediss:// and "
+                 "rediss-cluster:// for TLS (default: $LEASEHOLD_REDIS_URL, then "
+                 "redis://127.0.0.1:6379)");
+  // TLS: each flag defaults to its environment variable, so that scripts set them once.
+  auto tls_option = [&](const char* flag, const char* env, std::string& value, const char* what) {
+    if (const char* set = std::getenv(env))
+      value = set;
+    app.add_option(flag, value, std::string(what) + " (default: $" + env + ")");
+  };
+  tls_option("--tls-ca-file", "LEASEHOLD_TLS_CA_FILE", globals.tls.ca_file,
+             "PEM file of the CAs that sign the server's certificate, for rediss:// (else the "
+             "system's)");
+  tls_option("--tls-cert-file", "LEASEHOLD_TLS_CERT_FILE", globals.tls.cert_file,
+             "PEM client certificate, for servers that want one");
+  tls_option("--tls-key-file", "LEASEHOLD_TLS_KEY_FILE", globals.tls.key_file,
+             "PEM private key of --tls-cert-file");
+  tls_option("--tls-server-name", "LEASEHOLD_TLS_SERVER_NAME", globals.tls.server_name,
+             "name to expect in the server's certificate (default: the URL's host)");
   app.add_option("--prefix", globals.prefix, "key prefix of every lease (default: leasehold)");
   app.add_flag("-v,--verbose", globals.verbose, "say what happens: waiting, holders, leases");
   app.add_flag("-q,--quiet", globals.quiet, "say nothing but errors");

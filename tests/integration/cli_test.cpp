@@ -17,6 +17,7 @@
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
 #include "shared_server.hpp"
+#include "test_certificates.hpp"
 
 extern char** environ;
 
@@ -295,6 +296,37 @@ TEST_F(CliTest, AWrongPasswordIs69) {
   Cli run({"--redis", "unix://:wrong@" + locked.socket_path(), "status", name_}, locked.dir());
   EXPECT_EQ(run.wait(), 69);
   EXPECT_NE(run.err().find("WRONGPASS"), std::string::npos) << run.err();
+}
+
+TEST_F(CliTest, RunsOverTlsWithTheCertificateFlagsAndSaysWhatIsWrongWithThem) {
+  const testing::TestCertificates certificates;
+  const int tls_port = testing::free_port();
+  RedisServer tls(RedisServer::Options{certificates.server_args(tls_port, true)});
+  const std::string url = "rediss://127.0.0.1:" + std::to_string(tls_port);
+  Cli run({"--redis", url, "--tls-ca-file", certificates.ca_file(), "--tls-cert-file",
+           certificates.client_cert(), "--tls-key-file", certificates.client_key(), "run", name_,
+           "--", "sh", "-c", "echo \"$LEASEHOLD_NAME\""},
+          tls.dir());
+  EXPECT_EQ(run.wait(), 0) << run.err();
+  EXPECT_EQ(run.out(), name_ + "\n");
+  EXPECT_EQ(tls.command({"EXISTS", writer_key()}).integer, 0) << "released when the command ended";
+  EXPECT_EQ(tls.command({"EXISTS", writer_key().substr(0, writer_key().size() - 1) + "f"}).integer,
+            1)
+      << "the fence counter of the lease is on the TLS server";
+
+  // A CA file that does not exist is a usage error that names it.
+  Cli missing({"--redis", url, "--tls-ca-file", "/nonexistent/ca.pem", "run", name_, "--", "true"},
+              tls.dir());
+  EXPECT_EQ(missing.wait(), 64);
+  EXPECT_NE(missing.err().find("/nonexistent/ca.pem"), std::string::npos) << missing.err();
+
+  // A certificate the client does not trust: Redis is unavailable, and the reason says why.
+  Cli distrusted({"--redis", url, "--tls-ca-file", certificates.other_ca_file(), "--tls-cert-file",
+                  certificates.client_cert(), "--tls-key-file", certificates.client_key(), "run",
+                  name_, "--", "true"},
+                 tls.dir());
+  EXPECT_EQ(distrusted.wait(), 69);
+  EXPECT_NE(distrusted.err().find("certificate"), std::string::npos) << distrusted.err();
 }
 
 TEST_F(CliTest, TheRedisUrlComesFromTheEnvironmentWhenNotGiven) {
