@@ -11,6 +11,7 @@
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
 #include "leasehold/detail/asio_compat.hpp"
+#include "leasehold/log.hpp"
 #include "tls.hpp"
 
 namespace leasehold::detail {
@@ -132,6 +133,56 @@ class WaitForReplicas final : public Operation {
   HeldGrants grants_;
   Request request_;
   Reply acks_;
+};
+
+// After the first connection: INFO memory, and a warning (through the log hook) when the server
+// may evict keys. Lock keys all carry a TTL, so every policy but noeviction can pick them (the
+// volatile-* ones too), and an evicted lock is free while its holder still works; allkeys-*
+// policies can also evict fence counters, which then start again.
+class EvictionPolicyCheck final : public Operation {
+ public:
+  explicit EvictionPolicyCheck(std::string address)
+      : address_(std::move(address)),
+        request_(Request::command({"INFO", "memory"}).without_keys().retry_safe()) {
+    set_requests({&request_, 1});
+    sent = Clock::now();
+  }
+
+  void on_reply(std::size_t, Reply&& reply) override { info_ = std::move(reply); }
+  void complete(Transport&, std::error_code error, std::string) override {
+    // A server that refuses INFO (an ACL, a managed service) leaves the policy unknown: that is
+    // no reason to bother anyone.
+    if (error || info_.type != Reply::Type::string)
+      return;
+    const std::string policy = field("maxmemory_policy");
+    if (policy.empty() || policy == "noeviction")
+      return;
+    const std::string maxmemory = field("maxmemory");
+    log(LogLevel::warning,
+        "Redis at " + address_ + " has maxmemory-policy " + policy +
+            (maxmemory == "0" ? " (no maxmemory set yet)" : " with maxmemory " + maxmemory) +
+            ": when memory runs short it may evict lock keys, and an evicted lock is free while "
+            "its holder still works; set maxmemory-policy noeviction (full memory then refuses "
+            "new leases with an error instead)");
+  }
+
+ private:
+  // The value of "name:value" in INFO's text.
+  std::string field(std::string_view name) const {
+    const std::string_view text = info_.str;
+    for (std::size_t at = 0; at < text.size();) {
+      const std::size_t end = std::min(text.find("\r\n", at), text.size());
+      const std::string_view line = text.substr(at, end - at);
+      if (line.size() > name.size() && line.starts_with(name) && line[name.size()] == ':')
+        return std::string(line.substr(name.size() + 1));
+      at = end + 2;
+    }
+    return {};
+  }
+
+  std::string address_;
+  Request request_;
+  Reply info_;
 };
 
 class ReplicaAcknowledged final : public Operation {
@@ -381,6 +432,10 @@ ClientCore::Awaitable<void> ClientCore::run() {
       connected_ = true;
       backoff = options_.reconnect_delay_min;
       notify_connect_waiters({});
+      if (options_.warn_on_eviction_policy && !eviction_policy_checked_) {
+        eviction_policy_checked_ = true;
+        submit(std::make_unique<EvictionPolicyCheck>(url_.address()));
+      }
       Failure read_failure;
       Failure write_failure;
       co_await (read_loop(read_failure) || write_loop(write_failure));
@@ -601,14 +656,20 @@ ClientCore::Awaitable<ClientCore::Failure> ClientCore::handshake() {
     }
   }
   if (ec) {
-    // A TLS port closes a connection whose first bytes are not a TLS hello.
-    const bool maybe_tls_port = !tls_ && url_.transport == RedisUrl::Transport::tcp &&
-                                (ec == asio::error::eof || ec == asio::error::connection_reset);
-    co_return Failure{
-        make_error_code(errc::connect_failed),
-        "the connection to Redis at " + url_.address() +
-            " failed while logging in: " + ec.message() +
-            (maybe_tls_port ? "; if the server takes TLS on this port, use rediss://" : "")};
+    // A TLS port closes a connection whose first bytes are not a TLS hello. Under TLS 1.3, a
+    // server that wants a client certificate closes the connection after the handshake, and its
+    // alert saying why may be lost to the reset.
+    const bool closed = ec == asio::error::eof || ec == asio::error::connection_reset;
+    std::string hint;
+    if (closed && !tls_ && url_.transport == RedisUrl::Transport::tcp)
+      hint = "; if the server takes TLS on this port, use rediss://";
+    else if (closed && tls_ && options_.tls.cert_file.empty())
+      hint =
+          "; if the server wants a client certificate (Redis' tls-auth-clients, on by "
+          "default), give one in ClientOptions::tls";
+    co_return Failure{make_error_code(errc::connect_failed),
+                      "the connection to Redis at " + url_.address() +
+                          " failed while logging in: " + ec.message() + hint};
   }
   // Nothing else was asked: bytes after the setup's replies (a greeting, a reply too many) would
   // be taken for the reply to the first call.

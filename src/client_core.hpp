@@ -136,6 +136,7 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   bool delivering_ = false;      // the read loop hands out replies; it sends what they cause
   Clock::time_point read_time_;  // when the read whose replies are handed out completed
   bool closed_ = false;
+  bool eviction_policy_checked_ = false;  // once per client, on its first connection
   Failure fatal_;  // set when the server refused our credentials or database: no more attempts
   std::minstd_rand jitter_;
 };

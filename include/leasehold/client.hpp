@@ -78,6 +78,9 @@ struct ClientOptions {
   std::chrono::milliseconds replica_ack_timeout{100};
   // Certificates for rediss:// URLs; setting any with another URL is an error.
   TlsOptions tls;
+  // After its first connection the client reads the server's maxmemory-policy (INFO memory) and
+  // logs a warning unless it is noeviction: any other policy may evict lock keys.
+  bool warn_on_eviction_policy = true;
 };
 
 namespace detail {

@@ -199,7 +199,10 @@ TEST(Tls, AServerThatWantsAClientCertificateSaysSoWhenNoneIsGiven) {
   options.tls.ca_file = certificates().ca_file();
   Client redis(tls.url(), options);
   const Error error = connect_error(redis);
-  EXPECT_EQ(error.code(), errc::tls_failed);
+  // Under TLS 1.3 the refusal comes after the client's handshake: as an alert (tls_failed), or,
+  // when the server's reset overtakes it, as a closed connection (connect_failed, tried again).
+  EXPECT_TRUE(error.code() == errc::tls_failed || error.code() == errc::connect_failed)
+      << error.code().message();
   EXPECT_NE(std::string(error.what()).find("client certificate"), std::string::npos)
       << error.what();
 }

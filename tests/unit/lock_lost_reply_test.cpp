@@ -40,6 +40,7 @@ TEST(LockLostReply, ARetryOfTheSameAcquireSeesItsOwnIdAndHoldsTheLock) {
   });
   ClientOptions options;
   options.command_timeout = 3s;
+  options.warn_on_eviction_policy = false;  // the peer sees only the lock's commands
   Client client(peer.url(), options);
   const Lock<std::string> locks("invoice", 30s);
   const auto acquire = locks.try_lock("42");
@@ -60,7 +61,9 @@ TEST(LockLostReply, SomeoneElsesIdOnTheRetryIsBusy) {
       return PeerAction::close();
     return PeerAction::send(resp::bulk(std::string(32, 'f')));  // another holder's id
   });
-  Client client(peer.url());
+  ClientOptions options;
+  options.warn_on_eviction_policy = false;  // the peer sees only the lock's commands
+  Client client(peer.url(), options);
   const Lock<std::string> locks("invoice", 30s);
   EXPECT_FALSE(client.process(locks.try_lock("42")).has_value());
 }
