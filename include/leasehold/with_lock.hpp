@@ -521,7 +521,8 @@ class Mutex {
   void unlock() noexcept;
 
   // True if the lease was lost while locked (it expired, was taken over, or Redis stayed
-  // unreachable until its deadline).
+  // unreachable until its deadline), or its deadline has passed while locked: the heartbeat may
+  // report the loss late. Stays true after unlock(), until the next lock.
   bool lost() const;
   const std::string& key() const noexcept { return key_; }
   // The fencing number of the held lease (a fencing Locker's); nothing when unlocked.

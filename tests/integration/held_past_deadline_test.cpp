@@ -8,7 +8,8 @@
 // promises the opposite: "It never reports 'held' past the deadline."
 //
 // Fixed: while_held checks the token's deadline itself when the work returns (and with_lock
-// reports LockLostError likewise); so does async_with_lock when its callback settles.
+// reports LockLostError likewise); so do async_with_lock when its callback settles and
+// Mutex::lost().
 #include <gtest/gtest.h>
 
 #include <asio/co_spawn.hpp>
@@ -111,6 +112,20 @@ TEST(HeldPastTheDeadline, AsyncWithLockNeverReturnsNormallyForACallbackThatEnded
   EXPECT_TRUE(lock_lost) << "async_with_lock returned "
                          << (returned ? std::to_string(*returned) : "nothing")
                          << " for a callback that ended past the deadline";
+}
+
+TEST(HeldPastTheDeadline, MutexReportsLostOnceItsDeadlinePassed) {
+  RedisServer server;
+  Client redis(server.unix_url());
+  Locker locker(redis);
+  Mutex mutex(locker, "job", {.ttl = 300ms});
+  mutex.lock();
+  occupy_io_thread(redis, 600ms);
+  ASSERT_TRUE(wait_until_expired_on_server(server, mutex.key())) << "the lease ran out";
+  EXPECT_TRUE(mutex.lost()) << "lost() said held past the lease's deadline";
+  // unlock() waits for the I/O thread; the heartbeat it stops may never get to report the loss.
+  mutex.unlock();
+  EXPECT_TRUE(mutex.lost()) << "unlock() forgot that the lease was lost while locked";
 }
 
 }  // namespace
