@@ -257,6 +257,8 @@ bool Mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
 void Mutex::unlock() noexcept {
   if (!token_)
     return;
+  if (token_->expired())
+    lost_->store(true);  // held past the deadline: lost(), even if the heartbeat never said so
   if (heartbeat_)
     heartbeat_->stop();
   heartbeat_.reset();
@@ -271,7 +273,9 @@ void Mutex::unlock() noexcept {
 }
 
 bool Mutex::lost() const {
-  return lost_->load();
+  // The heartbeat's flag may come late (its deadline timer runs on the client's I/O thread): read
+  // the clock too, as with_lock does when its callback returns.
+  return lost_->load() || (token_ && token_->expired());
 }
 
 std::optional<std::uint64_t> Mutex::fence() const {

@@ -189,7 +189,8 @@ class Locker {
                                               WithLockOptions options, std::stop_token caller_stop);
 
   // The async form: callback() or callback(LockContext) returns an asio::awaitable<R>. On a lost
-  // lease it throws LockLostError at once, without waiting for the callback, which is cancelled.
+  // lease it throws LockLostError at once, without waiting for the callback, which is cancelled;
+  // likewise when the callback settles after the lease's deadline.
   // After shutdown() it stays pending until the caller cancels it.
   template <class F>
   asio::awaitable<detail::async_callback_result_t<F>> async_with_lock(
@@ -387,6 +388,7 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
     asio::steady_timer wake;
     asio::cancellation_signal cancel_callback;
     bool settled = false;
+    Clock::time_point settled_at;
     bool lost = false;
     bool shut_down = false;
     std::error_code cause;
@@ -432,6 +434,7 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
                  asio::bind_cancellation_slot(
                      race->cancel_callback.slot(), [this, race, heartbeat, lease, held_id](
                                                        std::exception_ptr error, auto... result) {
+                       race->settled_at = Clock::now();
                        // Settled: stop extending and release at once, whether or not anyone still
                        // waits.
                        heartbeat->stop();
@@ -460,11 +463,17 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
       throw std::system_error(asio::error::operation_aborted);
     }
   }
-  if (!race->settled) {
-    // Lost (or shut down): tell the caller now; cancel the callback if it listens.
-    race->cancel_callback.emit(asio::cancellation_type::terminal);
-    if (race->shut_down && !race->lost) {
-      throw LockLostError({}, "the locker shut down while the callback ran");
+  // A callback that settled after the lease's deadline did not run while held, even if the
+  // heartbeat (on the client's I/O thread, which may run late) has not reported the loss yet. As
+  // in the sync form, the loss outranks what the callback returned or threw. Reentrant calls
+  // in the callback took no lease of their own: they are judged here, by this call's lease.
+  if (!race->settled || token->expired(race->settled_at)) {
+    if (!race->settled) {
+      // Lost (or shut down): tell the caller now; cancel the callback if it listens.
+      race->cancel_callback.emit(asio::cancellation_type::terminal);
+      if (race->shut_down && !race->lost) {
+        throw LockLostError({}, "the locker shut down while the callback ran");
+      }
     }
     throw LockLostError(race->cause, race->cause
                                          ? "the lease on '" + name +
@@ -512,7 +521,8 @@ class Mutex {
   void unlock() noexcept;
 
   // True if the lease was lost while locked (it expired, was taken over, or Redis stayed
-  // unreachable until its deadline).
+  // unreachable until its deadline), or its deadline has passed while locked: the heartbeat may
+  // report the loss late. Stays true after unlock(), until the next lock.
   bool lost() const;
   const std::string& key() const noexcept { return key_; }
   // The fencing number of the held lease (a fencing Locker's); nothing when unlocked.

@@ -7,13 +7,19 @@
 // machine) — work that returns after the token's deadline is still reported as held. docs/locks.md
 // promises the opposite: "It never reports 'held' past the deadline."
 //
-//  until while_held checks the token's deadline itself when the work returns (and
-// with_lock reports LockLostError likewise).
+// Fixed: while_held checks the token's deadline itself when the work returns (and with_lock
+// reports LockLostError likewise); so do async_with_lock when its callback settles and
+// Mutex::lost().
 #include <gtest/gtest.h>
 
+#include <asio/co_spawn.hpp>
+#include <asio/io_context.hpp>
 #include <asio/post.hpp>
+#include <asio/use_awaitable.hpp>
+#include <optional>
 #include <thread>
 
+#include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
 
@@ -21,6 +27,7 @@ namespace leasehold {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::eventually;
 using testing::RedisServer;
 
 // Someone else's slow handler on the client's I/O thread: for `duration`, no extension and no
@@ -29,6 +36,13 @@ void occupy_io_thread(Client& client, std::chrono::milliseconds duration) {
   asio::post(client.get_executor(), [duration] {
     std::this_thread::sleep_for(duration);  // the slow handler: the fault under test
   });
+}
+
+// Waits until the server has dropped `key`: by then the lease's client-side deadline has passed
+// too (it is never later than the server's expiry), however late the I/O thread began to be
+// occupied. Asks through the admin channel, since the client's I/O thread is busy.
+bool wait_until_expired_on_server(const RedisServer& server, const std::string& key) {
+  return eventually([&] { return server.command({"EXISTS", key}).integer == 0; });
 }
 
 TEST(HeldPastTheDeadline, WhileHeldNeverReportsHeldForWorkThatEndedAfterTheDeadline) {
@@ -66,6 +80,52 @@ TEST(HeldPastTheDeadline, WithLockNeverReturnsNormallyForACallbackThatEndedAfter
                   << (stop_requested ? "" : " (its stop token was never requested)");
   } catch (const LockLostError&) {
   }
+}
+
+TEST(HeldPastTheDeadline, AsyncWithLockNeverReturnsNormallyForACallbackThatEndedAfterTheDeadline) {
+  RedisServer server;
+  Client redis(server.unix_url());
+  Locker locker(redis);
+  asio::io_context caller;  // the caller's own context: its handlers run on time
+  bool expired_on_server = false;
+  std::optional<int> returned;
+  bool lock_lost = false;
+  const auto callback = [&]() -> asio::awaitable<int> {
+    occupy_io_thread(redis, 600ms);
+    expired_on_server = wait_until_expired_on_server(server, locker.key("job"));  // the work
+    co_return 42;
+  };
+  asio::co_spawn(caller, locker.async_with_lock("job", callback, {.ttl = 300ms}),
+                 [&](std::exception_ptr error, int value) {
+                   if (!error) {
+                     returned = value;
+                     return;
+                   }
+                   try {
+                     std::rethrow_exception(error);
+                   } catch (const LockLostError&) {
+                     lock_lost = true;
+                   }
+                 });
+  caller.run();
+  ASSERT_TRUE(expired_on_server) << "the callback ended after the lease's deadline";
+  EXPECT_TRUE(lock_lost) << "async_with_lock returned "
+                         << (returned ? std::to_string(*returned) : "nothing")
+                         << " for a callback that ended past the deadline";
+}
+
+TEST(HeldPastTheDeadline, MutexReportsLostOnceItsDeadlinePassed) {
+  RedisServer server;
+  Client redis(server.unix_url());
+  Locker locker(redis);
+  Mutex mutex(locker, "job", {.ttl = 300ms});
+  mutex.lock();
+  occupy_io_thread(redis, 600ms);
+  ASSERT_TRUE(wait_until_expired_on_server(server, mutex.key())) << "the lease ran out";
+  EXPECT_TRUE(mutex.lost()) << "lost() said held past the lease's deadline";
+  // unlock() waits for the I/O thread; the heartbeat it stops may never get to report the loss.
+  mutex.unlock();
+  EXPECT_TRUE(mutex.lost()) << "unlock() forgot that the lease was lost while locked";
 }
 
 }  // namespace
