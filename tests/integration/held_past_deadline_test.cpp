@@ -54,7 +54,7 @@ TEST(HeldPastTheDeadline, WhileHeldNeverReportsHeldForWorkThatEndedAfterTheDeadl
   Clock::time_point returned;
   const auto held = while_held(redis, *token, [&](std::stop_token) {
     occupy_io_thread(redis, 600ms);
-    std::this_thread::sleep_until(token->deadline() + 20ms);  // the work
+    EXPECT_TRUE(wait_until_expired_on_server(server, locks.key("job")));  // the work
     returned = Clock::now();
   });
   ASSERT_GT(returned, token->deadline()) << "the work ended after the lease's deadline";
@@ -70,9 +70,7 @@ TEST(HeldPastTheDeadline, WithLockNeverReturnsNormallyForACallbackThatEndedAfter
     locker.with_lock("job",
                      [&](std::stop_token stop) {
                        occupy_io_thread(redis, 600ms);
-                       // The lease was taken before the callback began: its deadline is less than a
-                       // TTL away.
-                       std::this_thread::sleep_for(300ms + 20ms);  // the work
+                       EXPECT_TRUE(wait_until_expired_on_server(server, locker.key("job")));
                        stop_requested = stop.stop_requested();
                      },
                      {.ttl = 300ms});
