@@ -441,7 +441,8 @@ void ClusterCore::on_slots(std::uint64_t generation, const RedisUrl::Endpoint& a
                "the cluster node " + asked.address() + " left while asked for the slot map"};
   } else if (ec) {
     failure = {ec, std::move(detail)};
-    if (ec == errc::auth_failed) {
+    // Credentials and certificates are the same for every node: one refusal is everyone's.
+    if (ec == errc::auth_failed || ec == errc::tls_failed) {
       fatal_ = failure;
       fail_everything(failure);
       return;

@@ -31,11 +31,28 @@ RedisCluster::RedisCluster(Options options) : options_(std::move(options)) {
                          "--cluster-node-timeout", std::to_string(options_.node_timeout.count())};
     server.extra_args.insert(server.extra_args.end(), options_.extra_args.begin(),
                              options_.extra_args.end());
+    if (options_.tls) {
+      // With tls-cluster the bus listens on the TLS port + 10000: keep that in range.
+      int tls_port = 0;
+      do {
+        tls_port = free_port();
+      } while (tls_port > 55000);
+      tls_ports_.push_back(tls_port);
+      const auto tls_args = options_.tls->server_args(tls_port, true);
+      server.extra_args.insert(server.extra_args.end(), tls_args.begin(), tls_args.end());
+      server.extra_args.insert(server.extra_args.end(),
+                               {"--tls-cluster", "yes", "--tls-replication", "yes"});
+    }
     nodes_.push_back(std::make_unique<RedisServer>(server));
   }
-  std::string command = "redis-cli --cluster create";
-  for (const auto& node : nodes_)
-    command += " 127.0.0.1:" + std::to_string(node->port());
+  std::string command = "redis-cli";
+  if (options_.tls) {
+    command += " --tls --cacert " + options_.tls->ca_file() + " --cert " +
+               options_.tls->client_cert() + " --key " + options_.tls->client_key();
+  }
+  command += " --cluster create";
+  for (std::size_t i = 0; i < nodes_.size(); ++i)
+    command += " 127.0.0.1:" + std::to_string(options_.tls ? tls_ports_[i] : nodes_[i]->port());
   command += " --cluster-replicas " + std::to_string(options_.replicas_per_master) +
              " --cluster-yes > " + nodes_.front()->dir() + "/cluster-create.log 2>&1";
   const int status = std::system(command.c_str());
@@ -49,6 +66,10 @@ RedisCluster::RedisCluster(Options options) : options_(std::move(options)) {
 RedisCluster::~RedisCluster() = default;
 
 std::string RedisCluster::url() const {
+  if (options_.tls) {
+    return "rediss-cluster://127.0.0.1:" + std::to_string(tls_ports_[0]) +
+           ",127.0.0.1:" + std::to_string(tls_ports_[1]);
+  }
   return "redis-cluster://127.0.0.1:" + std::to_string(nodes_[0]->port()) +
          ",127.0.0.1:" + std::to_string(nodes_[1]->port());
 }

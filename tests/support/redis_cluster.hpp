@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "redis_server.hpp"
+#include "test_certificates.hpp"
 
 namespace leasehold::testing {
 
@@ -22,6 +23,10 @@ class RedisCluster {
     // How long a node may be unreachable before it is failed over (cluster-node-timeout).
     std::chrono::milliseconds node_timeout{1000};
     std::vector<std::string> extra_args;
+    // A TLS cluster (tls-cluster yes, tls-replication yes) with these certificates, which must
+    // outlive the cluster; its url() is rediss-cluster:// to the TLS ports. The admin channels
+    // stay plain, and a plain connection's CLUSTER SLOTS gives the plain ports.
+    const TestCertificates* tls = nullptr;
   };
 
   RedisCluster();
@@ -31,7 +36,8 @@ class RedisCluster {
   RedisCluster& operator=(const RedisCluster&) = delete;
 
   const Options& options() const { return options_; }
-  // redis-cluster://127.0.0.1:<port of node 0>,127.0.0.1:<port of node 1>
+  // redis-cluster://127.0.0.1:<port of node 0>,127.0.0.1:<port of node 1> (rediss-cluster://
+  // and the TLS ports for a TLS cluster)
   std::string url() const;
   std::size_t size() const { return nodes_.size(); }
   RedisServer& node(std::size_t index) { return *nodes_[index]; }
@@ -55,6 +61,7 @@ class RedisCluster {
 
   Options options_;
   std::vector<std::unique_ptr<RedisServer>> nodes_;
+  std::vector<int> tls_ports_;  // a TLS cluster's, by node
 };
 
 }  // namespace leasehold::testing
