@@ -1,6 +1,7 @@
 #include "redis_server.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
@@ -139,7 +140,20 @@ void RedisServer::launch() {
   for (auto& arg : args)
     argv.push_back(arg.data());
   argv.push_back(nullptr);
-  if (posix_spawnp(&pid_, argv[0], nullptr, nullptr, argv.data(), environ) != 0)
+  // The server logs to its file, and its standard streams go to another in its directory (a
+  // configuration it refuses is reported there): a server left behind by a test process that
+  // crashed must not hold that process's output pipe open, or whatever reads the pipe (ctest, a
+  // shell) waits for it until its own timeout.
+  const std::string output = dir_ + "/redis.stdout";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, output.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                   0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  const int spawned = posix_spawnp(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0)
     throw std::runtime_error("cannot start redis-server (is it installed?)");
   paused_ = false;
   wait_ready(std::chrono::seconds(10));
@@ -151,7 +165,8 @@ void RedisServer::wait_ready(std::chrono::milliseconds timeout) {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      throw std::runtime_error("redis-server exited at start; see " + dir_ + "/redis.log");
+      throw std::runtime_error("redis-server exited at start; see " + dir_ + "/redis.log and " +
+                               dir_ + "/redis.stdout");
     }
     redisContext* context = redisConnectUnix(socket_path_.c_str());
     if (context != nullptr && context->err == 0) {
