@@ -391,6 +391,13 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
     Clock::time_point settled_at;
     bool lost = false;
     bool shut_down = false;
+    // Set where the loss or the shutdown is reported (the client's I/O thread, the thread that
+    // shuts down), before the news is posted to `executor`: the callback may settle in between,
+    // and whatever was reported before it settled decides.
+    std::atomic<bool> lost_reported{false};
+    std::atomic<bool> shut_down_reported{false};
+    bool lost_before_settling = false;
+    bool shut_down_before_settling = false;
     std::error_code cause;
     std::exception_ptr thrown;
     std::optional<std::conditional_t<std::is_void_v<R>, int, R>> value;
@@ -399,6 +406,7 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
   auto lease = token->state();
   // Each event sets its flag and wakes the waiting coroutine in one handler on its executor.
   const std::optional<HeldId> registered = register_held(lease, [race, executor] {
+    race->shut_down_reported = true;
     asio::post(executor, [race] {
       race->shut_down = true;
       race->wake.cancel();
@@ -411,6 +419,7 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
   const HeldId held_id = *registered;
   auto heartbeat =
       detail::Heartbeat::start(client_, lease, [race, executor](std::error_code cause) {
+        race->lost_reported = true;
         asio::post(executor, [race, cause] {
           race->lost = true;
           race->cause = cause;
@@ -435,11 +444,13 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
                      race->cancel_callback.slot(), [this, race, heartbeat, lease, held_id](
                                                        std::exception_ptr error, auto... result) {
                        race->settled_at = Clock::now();
+                       race->lost_before_settling = race->lost_reported;
+                       race->shut_down_before_settling = race->shut_down_reported;
                        // Settled: stop extending and release at once, whether or not anyone still
                        // waits.
                        heartbeat->stop();
                        unregister_held(held_id);
-                       if (!race->shut_down) {
+                       if (!race->shut_down_before_settling) {
                          client_.async_process(ReleaseLock<detail::WithLockTag>(lease),
                                                [](std::error_code, bool) {});
                        }
@@ -464,17 +475,20 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
     }
   }
   // A callback that settled after the lease's deadline did not run while held, even if the
-  // heartbeat (on the client's I/O thread, which may run late) has not reported the loss yet. As
-  // in the sync form, the loss outranks what the callback returned or threw. Reentrant calls
-  // in the callback took no lease of their own: they are judged here, by this call's lease.
-  if (!race->settled || token->expired(race->settled_at)) {
+  // heartbeat (on the client's I/O thread, which may run late) has not reported the loss yet; nor
+  // did one that settled after a loss or a shutdown was reported, even if this coroutine learnt
+  // of both at once. As in the sync form, the loss outranks what the callback returned or threw.
+  // Reentrant calls in the callback took no lease of their own: they are judged here, by this
+  // call's lease.
+  const bool lost = race->settled ? race->lost_before_settling : race->lost;
+  const bool shut_down = race->settled ? race->shut_down_before_settling : race->shut_down;
+  if (!race->settled || lost || shut_down || token->expired(race->settled_at)) {
     if (!race->settled) {
       // Lost (or shut down): tell the caller now; cancel the callback if it listens.
       race->cancel_callback.emit(asio::cancellation_type::terminal);
-      if (race->shut_down && !race->lost) {
-        throw LockLostError({}, "the locker shut down while the callback ran");
-      }
     }
+    if (shut_down && !lost)
+      throw LockLostError({}, "the locker shut down while the callback ran");
     throw LockLostError(race->cause, race->cause
                                          ? "the lease on '" + name +
                                                "' could not be extended: " + race->cause.message()

@@ -515,6 +515,38 @@ TEST_F(WithLockTest, CallbackResultsAndExceptionsPassThroughUnchanged) {
   EXPECT_EQ(server_->command({"EXISTS", locker.key(name_)}).integer, 0);
 }
 
+// The locker shuts down while the callback runs, and the callback settles right after: the
+// caller's coroutine learns of both at once. The shutdown came first, so the callback did not end
+// under the lock: lost, as the sync form says.
+TEST_F(WithLockTest, AnAsyncCallbackThatSettlesJustAfterAShutdownIsLost) {
+  Client redis(server_->unix_url());
+  Locker locker(redis);
+  asio::io_context caller;  // not the client's I/O thread: shutdown() waits for its releases
+  std::optional<int> returned;
+  std::string lost_because;
+  asio::co_spawn(caller,
+                 locker.async_with_lock(name_,
+                                        [&]() -> asio::awaitable<int> {
+                                          locker.shutdown();
+                                          co_return 42;
+                                        }),
+                 [&](std::exception_ptr error, int value) {
+                   if (!error) {
+                     returned = value;
+                     return;
+                   }
+                   try {
+                     std::rethrow_exception(error);
+                   } catch (const LockLostError& e) {
+                     lost_because = e.what();
+                   }
+                 });
+  caller.run();
+  EXPECT_FALSE(returned) << "async_with_lock returned " << *returned
+                         << " for a callback that ended after the locker shut down";
+  EXPECT_NE(lost_because.find("shut down"), std::string::npos) << lost_because;
+}
+
 TEST_F(WithLockTest, AsyncResultsAndExceptionsPassThrough) {
   asio::io_context io;
   Client redis(io.get_executor(), server_->unix_url());
