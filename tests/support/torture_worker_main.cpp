@@ -136,6 +136,26 @@ long long read_counter(leasehold::Client& redis, const std::string& key) {
   return value.is_nil() ? 0 : std::stoll(value.str);
 }
 
+// The non-atomic half of read-sleep-write: writes read + 1 and records it, confirmed or unknown.
+void write_counter(leasehold::Client& redis, const Recorder& recorder, const std::string& name,
+                   std::uint64_t lease, const std::string& key, long long read) {
+  const std::int64_t sent = monotonic_ns();
+  bool confirmed = false;
+  try {
+    redis.process(leasehold::Command{"SET", key, std::to_string(read + 1)});
+    confirmed = true;
+  } catch (const leasehold::Error&) {
+    // Unknown: the SET may or may not have run; the checker allows for both.
+  }
+  recorder.record({.kind = EventKind::counter,
+                   .name = name,
+                   .lease = lease,
+                   .value = read + 1,
+                   .read = read,
+                   .ok = confirmed,
+                   .start = sent});
+}
+
 // --- with-lock -----------------------------------------------------------------------------------
 
 int run_with_lock(const Options& options) {
@@ -172,22 +192,8 @@ int run_with_lock(const Options& options) {
                 const long long current = read_counter(redis, counter);
                 hold_until(monotonic_ns() + std::chrono::nanoseconds(hold).count(),
                            [&] { return !stop.stop_requested(); });
-                if (!stop.stop_requested()) {
-                  const std::int64_t sent = monotonic_ns();
-                  bool confirmed = false;
-                  try {
-                    redis.process(leasehold::Command{"SET", counter, std::to_string(current + 1)});
-                    confirmed = true;
-                  } catch (const leasehold::Error&) {
-                    // Unknown: the SET may or may not have run; the checker allows for both.
-                  }
-                  recorder.record({.kind = EventKind::counter,
-                                   .name = name,
-                                   .value = current + 1,
-                                   .read = current,
-                                   .ok = confirmed,
-                                   .start = sent});
-                }
+                if (!stop.stop_requested())
+                  write_counter(redis, recorder, name, 0, counter, current);
                 recorder.record(
                     {.kind = EventKind::cs_end, .name = name, .valid = !stop.stop_requested()});
               } catch (const leasehold::Error& e) {
@@ -543,25 +549,11 @@ struct RwLockWorker {
   template <class Token>
   void write(const Token& token, const std::string& name, std::uint64_t lease,
              const std::string& counter, long long read) {
-    std::int64_t sent = monotonic_ns();
-    bool confirmed = false;
-    try {
-      redis.process(leasehold::Command{"SET", counter, std::to_string(read + 1)});
-      confirmed = true;
-    } catch (const leasehold::Error&) {
-      // Unknown: the SET may or may not have run; the checker allows for both.
-    }
-    recorder.record({.kind = EventKind::counter,
-                     .name = name,
-                     .lease = lease,
-                     .value = read + 1,
-                     .read = read,
-                     .ok = confirmed,
-                     .start = sent});
+    write_counter(redis, recorder, name, lease, counter, read);
     if (!fence)
       return;
     const auto value = static_cast<long long>(token.fence().value_or(0));
-    sent = monotonic_ns();
+    const std::int64_t sent = monotonic_ns();
     try {
       const auto accepted = redis.process(leasehold::Command{
           "EVAL", kFenceScript, "1", prefix + ":fence:" + name, std::to_string(value)});

@@ -35,9 +35,7 @@ struct RwLockScenario {
 void run(const RwLockScenario& scenario) {
   RedisServer server;
   HistoryDir dir(scenario.id);
-  std::string names;
-  for (int n = 0; n < scenario.names; ++n)
-    names += (n ? "," : "") + std::string("n") + std::to_string(n);
+  const std::string names = name_list(scenario.names);
   std::vector<Worker> workers;
   for (int p = 0; p < scenario.processes; ++p) {
     std::vector<std::pair<std::string, std::string>> options = {

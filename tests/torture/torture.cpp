@@ -169,4 +169,11 @@ std::string seconds_figure(std::chrono::milliseconds duration) {
   return text;
 }
 
+std::string name_list(int count) {
+  std::string names;
+  for (int n = 0; n < count; ++n)
+    names += (n ? "," : "") + std::string("n") + std::to_string(n);
+  return names;
+}
+
 }  // namespace leasehold::testing::torture

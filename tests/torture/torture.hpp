@@ -72,6 +72,9 @@ std::vector<std::string> worker_args(
     const std::string& mode, const std::string& url, const std::string& out,
     const std::vector<std::pair<std::string, std::string>>& options);
 
+// "n0,n1,...": the --names of a scenario on `count` names.
+std::string name_list(int count);
+
 // Polls the events of one history file until predicate(events) holds; false after `timeout`.
 bool wait_for_history(const std::string& file,
                       const std::function<bool(const std::vector<Event>&)>& predicate,

@@ -28,9 +28,7 @@ struct WithLockScenario {
 void run(const WithLockScenario& scenario) {
   RedisServer server;
   HistoryDir dir(scenario.id);
-  std::string names;
-  for (int n = 0; n < scenario.names; ++n)
-    names += (n ? "," : "") + std::string("n") + std::to_string(n);
+  const std::string names = name_list(scenario.names);
   std::vector<Worker> workers;
   for (int p = 0; p < scenario.processes; ++p) {
     workers.emplace_back(worker_args("with-lock", server.unix_url(),
