@@ -391,11 +391,6 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
     Clock::time_point settled_at;
     bool lost = false;
     bool shut_down = false;
-    // Set where the loss or the shutdown is reported (the client's I/O thread, the thread that
-    // shuts down), before the news is posted to `executor`: the callback may settle in between,
-    // and whatever was reported before it settled decides.
-    std::atomic<bool> lost_reported{false};
-    std::atomic<bool> shut_down_reported{false};
     bool lost_before_settling = false;
     bool shut_down_before_settling = false;
     std::error_code cause;
@@ -403,13 +398,27 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
     std::optional<std::conditional_t<std::is_void_v<R>, int, R>> value;
   };
   auto race = std::make_shared<Race>(executor);
+  // Set where the loss or the shutdown is reported (the client's I/O thread, the thread that
+  // shuts down), before the news is posted to `executor`: the callback may settle in between,
+  // and whatever was reported before it settled decides.
+  struct Reports {
+    std::atomic<bool> lost{false};
+    std::atomic<bool> shut_down{false};
+  };
+  auto reports = std::make_shared<Reports>();
+  // The reporters hold the race weakly: it owns a timer of the caller's executor, so it must die
+  // there (in this frame or the callback's completion), not on the thread that destroys the
+  // heartbeat, maybe after the caller's io_context is gone.
+  const std::weak_ptr<Race> weak_race = race;
   auto lease = token->state();
   // Each event sets its flag and wakes the waiting coroutine in one handler on its executor.
-  const std::optional<HeldId> registered = register_held(lease, [race, executor] {
-    race->shut_down_reported = true;
-    asio::post(executor, [race] {
-      race->shut_down = true;
-      race->wake.cancel();
+  const std::optional<HeldId> registered = register_held(lease, [reports, weak_race, executor] {
+    reports->shut_down = true;
+    asio::post(executor, [weak_race] {
+      if (const auto race = weak_race.lock()) {
+        race->shut_down = true;
+        race->wake.cancel();
+      }
     });
   });
   if (!registered) {  // shut down while acquiring: the callback never runs
@@ -417,15 +426,17 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
     co_await pending_forever();
   }
   const HeldId held_id = *registered;
-  auto heartbeat =
-      detail::Heartbeat::start(client_, lease, [race, executor](std::error_code cause) {
-        race->lost_reported = true;
-        asio::post(executor, [race, cause] {
-          race->lost = true;
-          race->cause = cause;
-          race->wake.cancel();
-        });
-      });
+  auto heartbeat = detail::Heartbeat::start(client_, lease,
+                                            [reports, weak_race, executor](std::error_code cause) {
+                                              reports->lost = true;
+                                              asio::post(executor, [weak_race, cause] {
+                                                if (const auto race = weak_race.lock()) {
+                                                  race->lost = true;
+                                                  race->cause = cause;
+                                                  race->wake.cancel();
+                                                }
+                                              });
+                                            });
 
   // The spawned callback owns the callable: after a loss this call returns at once, and the
   // callback may run on (until it notices the cancellation) after this frame is gone.
@@ -441,11 +452,11 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
       LockContext::Node{this, lock_key, context.top_, lease->fence}));
   asio::co_spawn(executor, run_owned(owned, std::move(inner)),
                  asio::bind_cancellation_slot(
-                     race->cancel_callback.slot(), [this, race, heartbeat, lease, held_id](
+                     race->cancel_callback.slot(), [this, race, reports, heartbeat, lease, held_id](
                                                        std::exception_ptr error, auto... result) {
                        race->settled_at = Clock::now();
-                       race->lost_before_settling = race->lost_reported;
-                       race->shut_down_before_settling = race->shut_down_reported;
+                       race->lost_before_settling = reports->lost;
+                       race->shut_down_before_settling = reports->shut_down;
                        // Settled: stop extending and release at once, whether or not anyone still
                        // waits.
                        heartbeat->stop();

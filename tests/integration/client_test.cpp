@@ -393,6 +393,14 @@ TEST(ClientFaults, CallsMadeWhileReconnectingWaitForTheConnection) {
   Client client(server.unix_url(), options);
   client.connect();
   server.stop();
+  // Until the client has seen the connection close, a call goes out on it and fails with it.
+  // connect() returns at once while the client believes itself connected, and throws once an
+  // attempt to reconnect has failed.
+  ASSERT_TRUE(eventually([&] {
+    std::error_code ec;
+    client.connect(ec);
+    return ec == errc::connect_failed;
+  }));
   std::promise<std::pair<std::error_code, Reply>> done;
   client.async_process(Command{"ECHO", "after"}, [&](std::error_code ec, Reply reply) {
     done.set_value({ec, std::move(reply)});
