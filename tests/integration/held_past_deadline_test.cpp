@@ -19,6 +19,7 @@
 #include <optional>
 #include <thread>
 
+#include "async_outcome.hpp"
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
@@ -86,30 +87,17 @@ TEST(HeldPastTheDeadline, AsyncWithLockNeverReturnsNormallyForACallbackThatEnded
   Locker locker(redis);
   asio::io_context caller;  // the caller's own context: its handlers run on time
   bool expired_on_server = false;
-  std::optional<int> returned;
-  bool lock_lost = false;
   const auto callback = [&]() -> asio::awaitable<int> {
     occupy_io_thread(redis, 600ms);
     expired_on_server = wait_until_expired_on_server(server, locker.key("job"));  // the work
     co_return 42;
   };
-  asio::co_spawn(caller, locker.async_with_lock("job", callback, {.ttl = 300ms}),
-                 [&](std::exception_ptr error, int value) {
-                   if (!error) {
-                     returned = value;
-                     return;
-                   }
-                   try {
-                     std::rethrow_exception(error);
-                   } catch (const LockLostError&) {
-                     lock_lost = true;
-                   }
-                 });
-  caller.run();
+  const testing::AsyncOutcome outcome =
+      testing::run_to_outcome(caller, locker.async_with_lock("job", callback, {.ttl = 300ms}));
   ASSERT_TRUE(expired_on_server) << "the callback ended after the lease's deadline";
-  EXPECT_TRUE(lock_lost) << "async_with_lock returned "
-                         << (returned ? std::to_string(*returned) : "nothing")
-                         << " for a callback that ended past the deadline";
+  EXPECT_TRUE(outcome.lost) << "async_with_lock returned "
+                            << (outcome.value ? std::to_string(*outcome.value) : "nothing")
+                            << " for a callback that ended past the deadline";
 }
 
 TEST(HeldPastTheDeadline, MutexReportsLostOnceItsDeadlinePassed) {

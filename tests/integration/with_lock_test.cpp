@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "async_outcome.hpp"
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
@@ -522,28 +523,14 @@ TEST_F(WithLockTest, AnAsyncCallbackThatSettlesJustAfterAShutdownIsLost) {
   Client redis(server_->unix_url());
   Locker locker(redis);
   asio::io_context caller;  // not the client's I/O thread: shutdown() waits for its releases
-  std::optional<int> returned;
-  std::string lost_because;
-  asio::co_spawn(caller,
-                 locker.async_with_lock(name_,
-                                        [&]() -> asio::awaitable<int> {
-                                          locker.shutdown();
-                                          co_return 42;
-                                        }),
-                 [&](std::exception_ptr error, int value) {
-                   if (!error) {
-                     returned = value;
-                     return;
-                   }
-                   try {
-                     std::rethrow_exception(error);
-                   } catch (const LockLostError& e) {
-                     lost_because = e.what();
-                   }
-                 });
-  caller.run();
-  EXPECT_FALSE(returned) << "async_with_lock returned " << *returned
-                         << " for a callback that ended after the locker shut down";
+  const testing::AsyncOutcome outcome =
+      testing::run_to_outcome(caller, locker.async_with_lock(name_, [&]() -> asio::awaitable<int> {
+        locker.shutdown();
+        co_return 42;
+      }));
+  EXPECT_FALSE(outcome.value) << "async_with_lock returned " << *outcome.value
+                              << " for a callback that ended after the locker shut down";
+  const std::string lost_because = outcome.lost.value_or("");
   EXPECT_NE(lost_because.find("shut down"), std::string::npos) << lost_because;
 }
 
