@@ -36,7 +36,7 @@ bool Schedule::can_start(Clock::time_point now) const noexcept {
 }
 
 Tick Schedule::start(Clock::time_point now) {
-  const Tick tick{next_, ++runs_};
+  const Tick tick{.scheduled = next_, .run = ++runs_, .slot = std::nullopt};
   ++running_;
   const Clock::duration every = period(interval_);
   if (std::holds_alternative<AtLeast>(interval_)) {
@@ -188,10 +188,13 @@ IntervalLease::IntervalLease(Client& redis, std::string name, Clock::duration in
     throw Error(make_error_code(errc::invalid_argument), "a cron job's name must not be empty");
 }
 
-std::optional<LockToken<Lock<std::string>>> IntervalLease::claim() {
+std::optional<IntervalClaim> IntervalLease::claim() {
   if (!options_.aligned) {
     const Lock<std::string> lock("cron", lease_, options_.prefix);
-    return redis_.process(lock.try_lock(name_));
+    auto token = redis_.process(lock.try_lock(name_));
+    if (!token)
+      return std::nullopt;
+    return IntervalClaim{std::move(*token), std::nullopt};
   }
   // Aligned: the slot comes from the server's clock, so replicas with skewed clocks agree on it.
   const Reply time = redis_.process(Command{"TIME"});
@@ -206,31 +209,36 @@ std::optional<LockToken<Lock<std::string>>> IntervalLease::claim() {
   // interval for attempts that read TIME just before the slot ended.
   const std::chrono::milliseconds ttl(2 * interval_ms - now_ms % interval_ms);
   const Lock<std::string> lock("cron", ttl, options_.prefix);
-  return redis_.process(lock.try_lock(name_ + ":" + std::to_string(slot)));
+  auto token = redis_.process(lock.try_lock(name_ + ":" + std::to_string(slot)));
+  if (!token)
+    return std::nullopt;
+  return IntervalClaim{std::move(*token), slot};
 }
 
 Job detail::once_per_interval_job(std::shared_ptr<IntervalLease> lease, Job job) {
   return [lease = std::move(lease),
           job = std::move(job)](const Tick& tick) mutable -> std::error_code {
-    std::optional<LockToken<Lock<std::string>>> token;
+    std::optional<IntervalClaim> claim;
     try {
-      token = lease->claim();
+      claim = lease->claim();
     } catch (const Error& e) {
       log(LogLevel::error,
           "cron job '" + lease->name() + "': could not take its lease: " + e.what());
       return e.code();
     }
-    if (!token) {
+    if (!claim) {
       log(LogLevel::info, "cron job '" + lease->name() + "' run " + std::to_string(tick.run) +
                               " skipped: another replica holds this interval");
       return {};
     }
+    Tick granted = tick;
+    granted.slot = claim->slot;
     // Never released: the lease covers the interval, so offset replicas skip it.
     if (!lease->options().extend_while_running || lease->options().aligned)
-      return job(tick);
+      return job(granted);
     std::error_code result;
     const Held<void> held =
-        while_held(lease->client(), *token, [&](std::stop_token) { result = job(tick); });
+        while_held(lease->client(), claim->token, [&](std::stop_token) { result = job(granted); });
     if (held.was_lost()) {
       log(LogLevel::warning, "cron job '" + lease->name() + "' run " + std::to_string(tick.run) +
                                  " lost its lease while running");

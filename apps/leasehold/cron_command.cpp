@@ -67,15 +67,15 @@ int cron(const Globals& globals, const CronOptions& options) {
     if (stopping || (options.ticks && static_cast<long long>(tick.run) > *options.ticks))
       return;
     const std::string label = "cron '" + options.name + "' tick " + std::to_string(tick.run);
-    std::optional<LockToken<Lock<std::string>>> token;
+    std::optional<cron::IntervalClaim> claim;
     try {
-      token = interval_lease->claim();
+      claim = interval_lease->claim();
     } catch (const Error& e) {
       warn(label + ": could not reach Redis: " + e.what());
       ++ticks_done;
       return;
     }
-    if (!token) {
+    if (!claim) {
       say(globals, label + ": skipped (another host holds this interval)");
       ++ticks_done;
       return;
@@ -87,8 +87,11 @@ int cron(const Globals& globals, const CronOptions& options) {
       std::lock_guard spawning(children_mutex);  // no spawn after a stop was forwarded
       if (stopping)
         return;
-      const Child child = spawn_child(options.command, {{"LEASEHOLD_NAME", options.name},
-                                                        {"LEASEHOLD_TOKEN", token->id().hex()}});
+      std::vector<std::pair<std::string, std::string>> environment{
+          {"LEASEHOLD_NAME", options.name}, {"LEASEHOLD_TOKEN", claim->token.id().hex()}};
+      if (claim->slot)
+        environment.emplace_back("LEASEHOLD_SLOT", std::to_string(*claim->slot));
+      const Child child = spawn_child(options.command, environment);
       if (child.pid < 0) {
         spawned = true;  // the tick was used: it reports the failure as its exit status
         status = report_spawn_failure(options.command.front(), child.spawn_error) << 8;
@@ -107,12 +110,12 @@ int cron(const Globals& globals, const CronOptions& options) {
     if (options.aligned) {
       run_child({});
     } else {
-      lost = while_held(redis, *token, run_child).was_lost();
+      lost = while_held(redis, claim->token, run_child).was_lost();
     }
     if (!spawned) {
       // Stopping between the claim and the spawn: give the interval back to the other hosts.
       std::error_code ignored;
-      redis.process(token->release(), ignored);
+      redis.process(claim->token.release(), ignored);
       say(globals, label + ": not run (stopping)");
       ++ticks_done;
       return;

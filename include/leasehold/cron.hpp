@@ -53,6 +53,10 @@ Clock::duration period(const Interval& interval);
 struct Tick {
   Clock::time_point scheduled;
   std::uint64_t run = 0;
+  // In an aligned once_per_interval job: the server-time slot this run holds the lease for. The
+  // slot covers the server's time [slot * interval, (slot + 1) * interval) since the Unix epoch;
+  // it is the one to act on, as the run itself may start in the next slot. Empty otherwise.
+  std::optional<std::int64_t> slot;
 };
 
 // A job returns success (an empty error_code) or an error; errors and exceptions are logged and
@@ -154,6 +158,13 @@ struct OncePerIntervalOptions {
   std::string prefix = std::string(kDefaultPrefix);
 };
 
+// An interval's lease, as this replica took it.
+struct IntervalClaim {
+  LockToken<Lock<std::string>> token;
+  // Aligned mode: the server-time slot the lease is for (see Tick::slot). Empty otherwise.
+  std::optional<std::int64_t> slot;
+};
+
 // The seed's pattern as an object: at each tick, claim() takes this interval's lease, or finds
 // that another replica holds it.
 class IntervalLease {
@@ -164,7 +175,7 @@ class IntervalLease {
 
   // The lease for this interval if this replica took it (it is never released: it expires on
   // its own), nothing if another replica holds it. Throws Error if Redis fails.
-  std::optional<LockToken<Lock<std::string>>> claim();
+  std::optional<IntervalClaim> claim();
 
   std::chrono::milliseconds lease() const noexcept { return lease_; }
   Clock::duration interval() const noexcept { return interval_; }

@@ -10,6 +10,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -397,13 +399,23 @@ TEST_F(CliTest, CronModesAlignedAndQuiet) {
   for (const auto& mode : {"at-least", "after-finish", "after-start"}) {
     auto cron = cli({"-q", "cron", "--mode", mode, "--aligned", "--every", "300ms", "--lease",
                      "200ms", "--ticks", "2", name_ + mode, "--", "sh", "-c",
-                     "echo " + std::string(mode) + " >> " + log});
+                     "echo " + std::string(mode) + " slot=$LEASEHOLD_SLOT >> " + log});
     EXPECT_EQ(cron.wait(), 0) << mode << ": " << cron.err();
     EXPECT_EQ(cron.err(), "") << "--quiet prints nothing but errors";
   }
   const std::string runs = read_file(log);
-  for (const auto& mode : {"at-least", "after-finish", "after-start"})
-    EXPECT_NE(runs.find(mode), std::string::npos) << mode << " never ran";
+  for (const auto& mode : {"at-least", "after-finish", "after-start"}) {
+    // Each run is told its server-time slot, and no slot ran twice.
+    std::size_t lines = 0;
+    for (auto at = runs.find(mode); at != std::string::npos; at = runs.find(mode, at + 1))
+      ++lines;
+    const std::regex run_line(std::string(mode) + " slot=([0-9]+)\n");
+    std::set<std::string> slots;
+    for (std::sregex_iterator it(runs.begin(), runs.end(), run_line), end; it != end; ++it)
+      slots.insert((*it)[1]);
+    EXPECT_GE(lines, 1u) << mode << " never ran";
+    EXPECT_EQ(slots.size(), lines) << mode << ": " << runs;
+  }
   auto bad = cli({"cron", "--mode", "sometimes", "--every", "1s", name_, "--", "true"});
   EXPECT_EQ(bad.wait(), 64);
 }

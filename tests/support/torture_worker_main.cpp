@@ -618,9 +618,9 @@ int run_cron(const Options& options) {
   scheduler.add(name, leasehold::cron::AtLeast{interval}, [&](const leasehold::cron::Tick&) {
     const std::uint64_t lease = ++next_lease;
     recorder.record({.kind = EventKind::acquire_call, .name = name, .lease = lease});
-    std::optional<leasehold::LockToken<leasehold::Lock<std::string>>> token;
+    std::optional<leasehold::cron::IntervalClaim> claim;
     try {
-      token = interval_lease.claim();
+      claim = interval_lease.claim();
     } catch (const leasehold::Error& e) {
       recorder.record({.kind = EventKind::acquire_unknown,
                        .name = name,
@@ -628,18 +628,20 @@ int run_cron(const Options& options) {
                        .detail = as_word(e.what())});
       return;
     }
-    if (!token) {
+    if (!claim) {
       recorder.record({.kind = EventKind::acquire_fail, .name = name, .lease = lease});
       return;
     }
     recorder.record({.kind = EventKind::acquire_ok,
                      .name = name,
                      .lease = lease,
-                     .deadline = to_monotonic_ns(token->deadline())});
+                     .deadline = to_monotonic_ns(claim->token.deadline())});
     recorder.record({.kind = EventKind::cs_begin, .name = name, .lease = lease});
     std::this_thread::sleep_for(run_length);  // the job's work
-    recorder.record(
-        {.kind = EventKind::cs_end, .name = name, .lease = lease, .valid = !token->expired()});
+    recorder.record({.kind = EventKind::cs_end,
+                     .name = name,
+                     .lease = lease,
+                     .valid = !claim->token.expired()});
   });
   auto running = scheduler.start();
   std::this_thread::sleep_for(ms(options.number("duration-ms", 1000)));  // the replica's life
