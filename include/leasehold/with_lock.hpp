@@ -13,12 +13,16 @@
 
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
+#include <asio/basic_waitable_timer.hpp>
 #include <asio/bind_cancellation_slot.hpp>
+#include <asio/bind_executor.hpp>
 #include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
+#include <asio/dispatch.hpp>
 #include <asio/post.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>
+#include <asio/strand.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 #include <atomic>
@@ -336,6 +340,12 @@ detail::sync_callback_result_t<F> Locker::with_lock(std::string_view name, F&& c
     return std::move(*value);
 }
 
+// g++ 12 can report -Wmismatched-new-delete for the coroutine frames below, which Asio allocates
+// and frees with its own matching operators (a false positive: GCC bug 109224).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 template <class F>
 asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
     LockContext context, std::string name, F callback, WithLockOptions options) {
@@ -382,10 +392,14 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
       co_await pending_forever();
   }
 
-  // The race: the callback settling, or the lease being lost (or the locker shutting down).
+  // The race: the callback settling, or the lease being lost (or the locker shutting down). Its
+  // state lives on a strand of the caller's executor: on an io_context that several threads run,
+  // the callback's completion, the reports and the wait would otherwise touch it at once.
+  using RaceStrand = asio::strand<asio::any_io_executor>;
+  const RaceStrand strand = asio::make_strand(executor);
   struct Race {
-    explicit Race(asio::any_io_executor ex) : wake(ex, Clock::time_point::max()) {}
-    asio::steady_timer wake;
+    explicit Race(const RaceStrand& strand) : wake(strand, Clock::time_point::max()) {}
+    asio::basic_waitable_timer<Clock, asio::wait_traits<Clock>, RaceStrand> wake;
     asio::cancellation_signal cancel_callback;
     bool settled = false;
     Clock::time_point settled_at;
@@ -397,9 +411,9 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
     std::exception_ptr thrown;
     std::optional<std::conditional_t<std::is_void_v<R>, int, R>> value;
   };
-  auto race = std::make_shared<Race>(executor);
+  auto race = std::make_shared<Race>(strand);
   // Set where the loss or the shutdown is reported (the client's I/O thread, the thread that
-  // shuts down), before the news is posted to `executor`: the callback may settle in between,
+  // shuts down), before the news is posted to the strand: the callback may settle in between,
   // and whatever was reported before it settled decides.
   struct Reports {
     std::atomic<bool> lost{false};
@@ -411,35 +425,41 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
   // heartbeat, maybe after the caller's io_context is gone.
   const std::weak_ptr<Race> weak_race = race;
   auto lease = token->state();
-  // Each event sets its flag and wakes the waiting coroutine in one handler on its executor.
-  const std::optional<HeldId> registered = register_held(lease, [reports, weak_race, executor] {
-    reports->shut_down = true;
-    asio::post(executor, [weak_race] {
-      if (const auto race = weak_race.lock()) {
-        race->shut_down = true;
-        race->wake.cancel();
+  // Each event sets its flag and wakes the waiting coroutine in one handler on the strand. The
+  // reporters hold neither the race nor the strand (whose end needs the caller's io_context):
+  // they post to the caller's executor, and the race, if still there, goes on to its strand.
+  const auto report = [executor, weak_race](auto record) {
+    asio::post(executor, [weak_race, record = std::move(record)]() mutable {
+      if (auto race = weak_race.lock()) {
+        const RaceStrand on = race->wake.get_executor();
+        asio::dispatch(on, [race = std::move(race), record = std::move(record)]() mutable {
+          record(*race);
+          race->wake.cancel();
+        });
       }
     });
+  };
+  const std::optional<HeldId> registered = register_held(lease, [reports, report] {
+    reports->shut_down = true;
+    report([](Race& race) { race.shut_down = true; });
   });
   if (!registered) {  // shut down while acquiring: the callback never runs
     release_quietly(lease);
     co_await pending_forever();
   }
   const HeldId held_id = *registered;
-  auto heartbeat = detail::Heartbeat::start(client_, lease,
-                                            [reports, weak_race, executor](std::error_code cause) {
-                                              reports->lost = true;
-                                              asio::post(executor, [weak_race, cause] {
-                                                if (const auto race = weak_race.lock()) {
-                                                  race->lost = true;
-                                                  race->cause = cause;
-                                                  race->wake.cancel();
-                                                }
-                                              });
-                                            });
+  auto heartbeat =
+      detail::Heartbeat::start(client_, lease, [reports, report](std::error_code cause) {
+        reports->lost = true;
+        report([cause](Race& race) {
+          race.lost = true;
+          race.cause = cause;
+        });
+      });
 
   // The spawned callback owns the callable: after a loss this call returns at once, and the
-  // callback may run on (until it notices the cancellation) after this frame is gone.
+  // callback may run on (until it notices the cancellation) after this frame is gone. It runs on
+  // the strand too, so that cancelling it (from the strand) never meets it running.
   auto owned = std::make_shared<F>(std::move(callback));
   auto run_owned = [](std::shared_ptr<F> callable, LockContext inner) -> asio::awaitable<R> {
     if constexpr (std::is_invocable_v<F&, LockContext>) {
@@ -450,10 +470,11 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
   };
   LockContext inner(std::make_shared<const LockContext::Node>(
       LockContext::Node{this, lock_key, context.top_, lease->fence}));
-  asio::co_spawn(executor, run_owned(owned, std::move(inner)),
+  asio::co_spawn(strand, run_owned(owned, std::move(inner)),
                  asio::bind_cancellation_slot(
-                     race->cancel_callback.slot(), [this, race, reports, heartbeat, lease, held_id](
-                                                       std::exception_ptr error, auto... result) {
+                     race->cancel_callback.slot(),
+                     asio::bind_executor(strand, [this, race, reports, heartbeat, lease, held_id](
+                                                     std::exception_ptr error, auto... result) {
                        race->settled_at = Clock::now();
                        race->lost_before_settling = reports->lost;
                        race->shut_down_before_settling = reports->shut_down;
@@ -472,44 +493,66 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
                        else if (!error)
                          race->value.emplace(std::move(result)...);
                        race->wake.cancel();
-                     }));
+                     })));
 
-  while (!race->settled && !race->lost && !race->shut_down) {
-    std::error_code ignored;
-    co_await race->wake.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-    race->wake.expires_at(Clock::time_point::max());
-    const asio::cancellation_state caller = co_await asio::this_coro::cancellation_state;
-    if (caller.cancelled() != asio::cancellation_type::none) {
-      // The caller gave up: cancel the callback; it releases the lock when it settles.
-      race->cancel_callback.emit(asio::cancellation_type::terminal);
-      throw std::system_error(asio::error::operation_aborted);
+  // Waits on the strand for the race to end, and judges it there: a report may still arrive
+  // (on the strand) after this returns, so the caller's coroutine reads only this verdict, and
+  // the value or exception that the settled callback left (written once, before `settled`).
+  struct Verdict {
+    bool settled = false;
+    bool lost = false;
+    bool shut_down = false;
+    Clock::time_point settled_at;
+    std::error_code cause;
+  };
+  const auto wait_for_race =
+      [](std::shared_ptr<Race> race) -> asio::awaitable<Verdict, RaceStrand> {
+    constexpr asio::use_awaitable_t<RaceStrand> use;
+    while (!race->settled && !race->lost && !race->shut_down) {
+      std::error_code ignored;
+      co_await race->wake.async_wait(asio::redirect_error(use, ignored));
+      race->wake.expires_at(Clock::time_point::max());
+      const asio::cancellation_state caller = co_await asio::this_coro::cancellation_state;
+      if (caller.cancelled() != asio::cancellation_type::none) {
+        // The caller gave up: cancel the callback; it releases the lock when it settles.
+        race->cancel_callback.emit(asio::cancellation_type::terminal);
+        throw std::system_error(asio::error::operation_aborted);
+      }
     }
-  }
-  // A callback that settled after the lease's deadline did not run while held, even if the
-  // heartbeat (on the client's I/O thread, which may run late) has not reported the loss yet; nor
-  // did one that settled after a loss or a shutdown was reported, even if this coroutine learnt
-  // of both at once. As in the sync form, the loss outranks what the callback returned or threw.
-  // Reentrant calls in the callback took no lease of their own: they are judged here, by this
-  // call's lease.
-  const bool lost = race->settled ? race->lost_before_settling : race->lost;
-  const bool shut_down = race->settled ? race->shut_down_before_settling : race->shut_down;
-  if (!race->settled || lost || shut_down || token->expired(race->settled_at)) {
     if (!race->settled) {
       // Lost (or shut down): tell the caller now; cancel the callback if it listens.
       race->cancel_callback.emit(asio::cancellation_type::terminal);
     }
-    if (shut_down && !lost)
+    // A callback that settled after a loss or a shutdown was reported did not end under the
+    // lock, even if this coroutine learnt of both at once.
+    co_return Verdict{
+        .settled = race->settled,
+        .lost = race->settled ? race->lost_before_settling : race->lost,
+        .shut_down = race->settled ? race->shut_down_before_settling : race->shut_down,
+        .settled_at = race->settled_at,
+        .cause = race->cause};
+  };
+  const Verdict verdict = co_await asio::co_spawn(strand, wait_for_race(race), asio::use_awaitable);
+  // A callback that settled after the lease's deadline did not run while held, even if the
+  // heartbeat (on the client's I/O thread, which may run late) has not reported the loss yet. As
+  // in the sync form, the loss outranks what the callback returned or threw. Reentrant calls in
+  // the callback took no lease of their own: they are judged here, by this call's lease.
+  if (!verdict.settled || verdict.lost || verdict.shut_down || token->expired(verdict.settled_at)) {
+    if (verdict.shut_down && !verdict.lost)
       throw LockLostError({}, "the locker shut down while the callback ran");
-    throw LockLostError(race->cause, race->cause
-                                         ? "the lease on '" + name +
-                                               "' could not be extended: " + race->cause.message()
-                                         : "the lease on '" + name + "' expired or was taken over");
+    throw LockLostError(verdict.cause,
+                        verdict.cause ? "the lease on '" + name +
+                                            "' could not be extended: " + verdict.cause.message()
+                                      : "the lease on '" + name + "' expired or was taken over");
   }
   if (race->thrown)
     std::rethrow_exception(race->thrown);
   if constexpr (!std::is_void_v<R>)
     co_return std::move(*race->value);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 struct MutexOptions {
   std::chrono::milliseconds ttl{30000};        // extended every ttl/3 while locked

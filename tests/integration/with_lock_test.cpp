@@ -10,6 +10,7 @@
 #include <asio/use_awaitable.hpp>
 #include <atomic>
 #include <future>
+#include <iostream>
 #include <mutex>
 #include <thread>
 
@@ -532,6 +533,69 @@ TEST_F(WithLockTest, AnAsyncCallbackThatSettlesJustAfterAShutdownIsLost) {
                               << " for a callback that ended after the locker shut down";
   const std::string lost_because = outcome.lost.value_or("");
   EXPECT_NE(lost_because.find("shut down"), std::string::npos) << lost_because;
+}
+
+// Callers on an io_context that several threads run, without a strand: each call's callback
+// settling, its lease's shutdown report and the caller's coroutine may all run at once on
+// different threads. Every call must end with its value or a loss (the TSan suite checks that
+// they do so without a data race).
+TEST_F(WithLockTest, AsyncCallsOnAMultiThreadedIoContextEndOnceAndRaceFree) {
+  constexpr int kCalls = 48;
+  Client redis(server_->unix_url());
+  Locker locker(redis);
+  asio::io_context io(4);
+  std::atomic<int> inside{0};
+  std::atomic<bool> go{false};
+  std::atomic<int> settling{0};
+  std::atomic<int> values{0};
+  std::atomic<int> lost{0};
+  std::atomic<int> wrong{0};
+  for (int i = 0; i < kCalls; ++i) {
+    asio::co_spawn(
+        io,
+        [&, i]() -> asio::awaitable<void> {
+          try {
+            const int value = co_await locker.async_with_lock(
+                name_ + ":" + std::to_string(i), [&, i]() -> asio::awaitable<int> {
+                  ++inside;
+                  asio::steady_timer pause(co_await asio::this_coro::executor);
+                  while (!go) {  // every call holds its lock before the shutdown
+                    pause.expires_after(1ms);
+                    co_await pause.async_wait(asio::use_awaitable);
+                  }
+                  // Settle in a spread around the shutdown: some before, some at, some after.
+                  pause.expires_after(std::chrono::microseconds(250 * (i % 16)));
+                  co_await pause.async_wait(asio::use_awaitable);
+                  ++settling;
+                  co_return i;
+                });
+            (value == i ? values : wrong)++;
+          } catch (const LockLostError&) {
+            ++lost;
+          }
+        },
+        [](std::exception_ptr e) {
+          if (e)
+            std::rethrow_exception(e);
+        });
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] { io.run(); });
+  ASSERT_TRUE(eventually([&] { return inside.load() == kCalls; }, 10s));
+  go = true;
+  ASSERT_TRUE(eventually([&] { return settling.load() >= kCalls / 3; }, 10s));
+  locker.shutdown();  // reports shutdown to every held lease while callbacks settle
+  for (auto& thread : threads)
+    thread.join();  // io.run() returns once every call has ended
+  std::cout << values.load() << " calls returned their value, " << lost.load()
+            << " were lost to the shutdown\n";
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(values.load() + lost.load(), kCalls) << "every call ends, once";
+  // Settled calls release without waiting for the answer: their DELs may still be on the way.
+  EXPECT_TRUE(eventually([&] {
+    return server_->command({"KEYS", locker.key(name_ + ":*")}).elements.empty();
+  })) << "no lock is left behind";
 }
 
 TEST_F(WithLockTest, AsyncResultsAndExceptionsPassThrough) {
