@@ -2,9 +2,12 @@
 // test, and every way the handshake can be refused.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <asio/co_spawn.hpp>
 #include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
 #include <asio/use_awaitable.hpp>
+#include <asio/write.hpp>
 #include <atomic>
 #include <fstream>
 #include <thread>
@@ -217,6 +220,33 @@ TEST(Tls, TlsToAPlainPortTimesOutWithAHint) {
   const Error error = connect_error(redis);
   EXPECT_EQ(error.code(), errc::connect_timeout);
   EXPECT_NE(std::string(error.what()).find("during the TLS handshake"), std::string::npos)
+      << error.what();
+}
+
+// A plain service that speaks first (as Redis does to a client it refuses) answers the TLS hello
+// with bytes that are no TLS record: OpenSSL's "wrong version number" gets the hint.
+TEST(Tls, TlsToAPlainServiceThatAnswersSaysItMayNotTakeTls) {
+  asio::io_context io;
+  asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+  const auto port = acceptor.local_endpoint().port();
+  std::thread service([&] {
+    asio::ip::tcp::socket peer(io);
+    acceptor.accept(peer);
+    asio::write(peer, asio::buffer(std::string("-ERR this port speaks plain RESP\r\n")));
+    std::array<char, 512> sink;
+    std::error_code ec;
+    while (!ec)
+      peer.read_some(asio::buffer(sink), ec);  // until the client gives up and closes
+  });
+  ClientOptions options;
+  options.tls.ca_file = certificates().ca_file();
+  options.connect_timeout = 5s;
+  Client redis("rediss://127.0.0.1:" + std::to_string(port), options);
+  const Error error = connect_error(redis);
+  redis.close();
+  service.join();
+  EXPECT_EQ(error.code(), errc::tls_failed) << error.what();
+  EXPECT_NE(std::string(error.what()).find("may not take TLS on this port"), std::string::npos)
       << error.what();
 }
 
