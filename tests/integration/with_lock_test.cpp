@@ -3,6 +3,8 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/io_context.hpp>
 #include <asio/redirect_error.hpp>
@@ -12,6 +14,7 @@
 #include <future>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "async_outcome.hpp"
@@ -596,6 +599,53 @@ TEST_F(WithLockTest, AsyncCallsOnAMultiThreadedIoContextEndOnceAndRaceFree) {
   EXPECT_TRUE(eventually([&] {
     return server_->command({"KEYS", locker.key(name_ + ":*")}).elements.empty();
   })) << "no lock is left behind";
+}
+
+// The caller cancels its async_with_lock: it ends at once with operation_aborted, the callback is
+// cancelled, and the lock is released when the callback settles.
+TEST_F(WithLockTest, ACallerThatCancelsEndsTheCallAndTheCallbackAndTheLockIsReleased) {
+  Client redis(server_->unix_url());
+  Locker locker(redis);
+  asio::io_context io;
+  asio::cancellation_signal caller;
+  std::atomic<bool> inside{false};
+  std::optional<std::error_code> callback_wait;
+  std::optional<std::error_code> call_ended;
+  asio::co_spawn(io,
+                 locker.async_with_lock(
+                     name_,
+                     [&]() -> asio::awaitable<void> {
+                       inside = true;
+                       asio::steady_timer long_work(co_await asio::this_coro::executor, 30s);
+                       std::error_code ec;
+                       co_await long_work.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+                       callback_wait = ec;
+                     }),
+                 asio::bind_cancellation_slot(caller.slot(), [&](std::exception_ptr error) {
+                   try {
+                     if (error)
+                       std::rethrow_exception(error);
+                     call_ended = std::error_code{};
+                   } catch (const std::system_error& e) {
+                     call_ended = e.code();
+                   }
+                 }));
+  while (!inside && io.run_one_for(5s)) {
+  }
+  ASSERT_TRUE(inside.load());
+  EXPECT_EQ(server_->command({"EXISTS", locker.key(name_)}).integer, 1);
+  const auto start = Clock::now();
+  caller.emit(asio::cancellation_type::terminal);  // on the io_context's thread, as Asio asks
+  io.run_for(5s);
+  ASSERT_TRUE(call_ended.has_value());
+  EXPECT_EQ(*call_ended, asio::error::operation_aborted);
+  ASSERT_TRUE(callback_wait.has_value()) << "the callback was not cancelled";
+  EXPECT_EQ(*callback_wait, asio::error::operation_aborted);
+  EXPECT_LT(Clock::now() - start, 2s);
+  EXPECT_TRUE(eventually([&] {
+    return server_->command({"EXISTS", locker.key(name_)}).integer == 0;
+  })) << "the lock was not released";
+  EXPECT_TRUE(io.stopped()) << "something was left running";
 }
 
 TEST_F(WithLockTest, AsyncResultsAndExceptionsPassThrough) {
