@@ -2,6 +2,7 @@
 //
 //   leasehold-throughput --redis redis://127.0.0.1:PORT --callers 64 --mode coroutines
 //                        --requests 200000 [--value-size 16] [--warmup 2000]
+//                        [--tls-ca-file FILE]      (with a rediss:// URL)
 //
 // W callers share ONE leasehold::Client and each runs SET bench:{i % 1000} <value> in a loop until
 // N requests in total are done. threads: W std::threads calling the sync process() (the client has
@@ -49,13 +50,20 @@ struct Options {
   std::uint64_t requests = 100000;
   std::size_t value_size = 16;
   std::uint64_t warmup = 2000;
+  std::string tls_ca_file;  // for a rediss:// URL: the CA that signed the server's certificate
+
+  leasehold::ClientOptions client_options() const {
+    leasehold::ClientOptions client;
+    client.tls.ca_file = tls_ca_file;
+    return client;
+  }
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "leasehold-throughput: %s\n"
                "usage: leasehold-throughput --redis URL --callers W --mode threads|coroutines "
-               "--requests N [--value-size 16] [--warmup 2000]\n",
+               "--requests N [--value-size 16] [--warmup 2000] [--tls-ca-file FILE]\n",
                why);
   std::exit(64);
 }
@@ -85,6 +93,8 @@ Options parse_options(int argc, char** argv) {
       options.value_size = parse_number(name, value);
     else if (name == "--warmup")
       options.warmup = parse_number(name, value);
+    else if (name == "--tls-ca-file")
+      options.tls_ca_file = value;
     else
       usage(("unknown option " + std::string(name)).c_str());
   }
@@ -144,7 +154,7 @@ struct Measurement {
 
 Measurement run_threads(const Options& options, const std::vector<leasehold::Command>& commands,
                         Failure& failure) {
-  leasehold::Client client(options.redis);
+  leasehold::Client client(options.redis, options.client_options());
   client.connect();
   Measurement measurement;
   measurement.latencies.resize(options.callers);
@@ -255,7 +265,7 @@ Measurement run_coroutines(const Options& options, const std::vector<leasehold::
   Measurement measurement;
   measurement.latencies.resize(options.callers);
   {
-    leasehold::Client client(io.get_executor(), options.redis);
+    leasehold::Client client(io.get_executor(), options.redis, options.client_options());
     asio::co_spawn(io, drive(client, options, commands, measurement, failure),
                    [&failure](std::exception_ptr error) {
                      if (error)
