@@ -164,17 +164,16 @@ void clean_up_unknown_outcome(Transport& core, const Q& query, std::error_code e
   }
 }
 
-// The outcome of one query, from the connection's verdict and its reply.
+// The outcome of one query, from the connection's verdict and its reply. The operation runs its
+// own query once: it parses the reply as an rvalue (a query may then move what it has into the
+// outcome, and must leave what its clean-up needs when there is no value).
 template <Query Q>
-Result<typename Q::result_type> outcome_of(Transport& core, const Q& query, std::error_code error,
-                                           std::string detail, Reply& reply,
+Result<typename Q::result_type> outcome_of(Transport& core, Q& query, std::error_code error,
+                                           std::string&& detail, Reply& reply,
                                            Clock::time_point sent) {
-  if (error) {
-    clean_up_unknown_outcome(core, query, error);
-    return Result<typename Q::result_type>(error, std::move(detail));
-  }
   Result<typename Q::result_type> result =
-      query.parse(std::move(reply), Timing{sent, connection_now(core)});
+      error ? Result<typename Q::result_type>(error, std::move(detail))
+            : std::move(query).parse(std::move(reply), Timing{sent, connection_now(core)});
   if (!result)
     clean_up_unknown_outcome(core, query, result.error());
   return result;
@@ -184,8 +183,10 @@ Result<typename Q::result_type> outcome_of(Transport& core, const Q& query, std:
 template <Query Q, class OnOutcome>
 class QueryOperation final : public Operation {
  public:
-  QueryOperation(Q query, Clock::time_point sent_at, OnOutcome on_outcome)
-      : query_(std::move(query)), on_outcome_(std::move(on_outcome)) {
+  // From a query to copy or (async calls) to move.
+  template <class Query, class Outcome>
+  QueryOperation(Query&& query, Clock::time_point sent_at, Outcome&& on_outcome)
+      : query_(std::forward<Query>(query)), on_outcome_(std::forward<Outcome>(on_outcome)) {
     sent = sent_at;
     if constexpr (kQueryKeepsRequest) {
       set_requests({&query_.request(), 1});
@@ -240,7 +241,8 @@ class BatchOperation final : public Operation {
       results.reserve(queries_.size());
       const Timing timing{sent, connection_now(core)};
       for (std::size_t i = 0; i < queries_.size(); ++i) {
-        results.push_back(queries_[i].parse(std::move(replies_[i]), timing));
+        // Run once, as in outcome_of(): the query may move what it has into its outcome.
+        results.push_back(std::move(queries_[i]).parse(std::move(replies_[i]), timing));
         if (!results.back())
           clean_up_unknown_outcome(core, queries_[i], results.back().error());
       }
@@ -339,7 +341,9 @@ class Client {
   auto async_process(Q query, Token&& token) {
     using T = typename Q::result_type;
     return asio::async_initiate<Token, void(std::error_code, T)>(
-        [this](auto handler, Q query) {
+        // The query is moved straight into the operation (it takes an rvalue where the token
+        // hands one over, as they all do).
+        [this](auto handler, auto&& query) {
           const Clock::time_point sent = detail::connection_now(*core_);
           auto work = tracked_executor(handler);
           auto on_outcome = [handler = std::move(handler),
@@ -349,7 +353,7 @@ class Client {
                                         result ? std::move(*result) : T{});
           };
           submit(std::make_unique<detail::QueryOperation<Q, decltype(on_outcome)>>(
-              std::move(query), sent, std::move(on_outcome)));
+              std::forward<decltype(query)>(query), sent, std::move(on_outcome)));
         },
         token, std::move(query));
   }

@@ -173,6 +173,51 @@ TEST(TryLockQuery, ParsesEachReply) {
   EXPECT_EQ(odd.error(), errc::unexpected_reply);
 }
 
+// The client parses the reply of its own copy of the query once, as an rvalue: the key moves into
+// the token. Any outcome without a token leaves the query whole, for its unknown-outcome clean-up.
+TEST(TryLockQuery, AnRvalueParseMovesTheKeyOnlyIntoAToken) {
+  const Clock::time_point sent{Clock::duration(1'000'000'000)};
+  for (const bool fenced : {false, true}) {
+    const Lock<std::string> lock = fenced ? Lock<std::string>("invoice", 30s).with_fencing()
+                                          : Lock<std::string>("invoice", 30s);
+    const std::string name = "a name long enough to live on the heap, not in the string";
+    const auto original = lock.try_lock(name);
+    const Reply granted = fenced ? Reply::make_integer(4) : Reply::make_nil();
+    const Reply busy =
+        fenced ? Reply::make_integer(0) : Reply::make_string(LeaseId::generate().hex());
+    const std::optional<Request> cleanup = original.on_unknown_outcome();
+    ASSERT_TRUE(cleanup);
+
+    for (const Reply& reply : {busy, Reply::make_error("ERR no"), Reply::make_status("odd")}) {
+      auto query = original;
+      auto result = std::move(query).parse(reply, Timing{sent, sent + 1ms});
+      EXPECT_FALSE(result.has_value() && result->has_value()) << reply;
+      EXPECT_EQ(query.key(), lock.key(name)) << reply;
+      EXPECT_EQ(query.on_unknown_outcome()->bytes(), cleanup->bytes()) << reply;
+    }
+    // Granted after its deadline: an unknown outcome, released with the query's own key.
+    auto late = original;
+    auto too_late = std::move(late).parse(granted, Timing{sent, sent + 31s});
+    EXPECT_EQ(too_late.error(), errc::command_timeout);
+    EXPECT_EQ(late.on_unknown_outcome()->bytes(), cleanup->bytes());
+
+    auto query = original;
+    auto taken = std::move(query).parse(granted, Timing{sent, sent + 1ms});
+    ASSERT_TRUE(taken.has_value());
+    ASSERT_TRUE(taken->has_value());
+    EXPECT_EQ((*taken)->key(), lock.key(name));
+    EXPECT_EQ((*taken)->id(), original.id());
+    EXPECT_EQ((*taken)->fence(), fenced ? std::optional<std::uint64_t>(4) : std::nullopt);
+    EXPECT_EQ((*taken)->state()->id_hex(), original.id().hex());
+    // The lvalue parse copies: the query keeps its key.
+    auto copied = original.parse(granted, Timing{sent, sent + 1ms});
+    ASSERT_TRUE(copied->has_value());
+    EXPECT_EQ((*copied)->key(), lock.key(name));
+    EXPECT_EQ(original.key(), lock.key(name));
+    EXPECT_EQ(**copied, **taken);
+  }
+}
+
 TEST(LeaseDeadline, IsNeverLaterThanTheServersExpiry) {
   // The server starts the TTL when it runs the command, never before `sent`; so its expiry is
   // never before sent + ttl. The client's deadline must be at or before that, for every TTL.
