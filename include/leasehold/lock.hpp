@@ -11,6 +11,7 @@
 // an empty optional, a lost lease is `false`. See docs/locks.md.
 #pragma once
 
+#include <charconv>
 #include <chrono>
 #include <concepts>
 #include <cstdint>
@@ -42,7 +43,13 @@ struct LockName<std::string_view> : LockName<std::string> {};
 
 template <std::integral T>
 struct LockName<T> {
-  static void append(std::string& key, T name) { key += std::to_string(name); }
+  // As std::to_string(name) writes it (the same promotion picks the overload), without a
+  // temporary string.
+  static void append(std::string& key, T name) {
+    char digits[24];
+    const auto written = std::to_chars(digits, digits + sizeof digits, +name);
+    key.append(digits, written.ptr);
+  }
 };
 
 template <class T>
@@ -184,7 +191,7 @@ class Lock {
       return tagged_key(name, "");
     std::string key;
     key.reserve(prefix_.size() + ns_.size() + 8 + 20);
-    key.append(prefix_).append(":Lock:").append(ns_).append(":");
+    key.append(prefix_).append(std::string_view(":Lock:")).append(ns_).push_back(':');
     LockName<N>::append(key, name);
     return key;
   }

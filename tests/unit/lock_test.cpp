@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <limits>
 #include <set>
 
 #include "leasehold/capability.hpp"
@@ -171,6 +172,30 @@ TEST(TryLockQuery, ParsesEachReply) {
 
   auto odd = query.parse(Reply::make_integer(3), timing);
   EXPECT_EQ(odd.error(), errc::unexpected_reply);
+}
+
+template <class T>
+std::string written(T name) {
+  std::string key = "k:";
+  LockName<T>::append(key, name);
+  return key;
+}
+
+TEST(LockNames, IntegersAreWrittenAsStdToStringWritesThem) {
+  EXPECT_EQ(written(0), "k:" + std::to_string(0));
+  EXPECT_EQ(written(-42), "k:" + std::to_string(-42));
+  EXPECT_EQ(written(std::numeric_limits<long long>::min()),
+            "k:" + std::to_string(std::numeric_limits<long long>::min()));
+  EXPECT_EQ(written(std::numeric_limits<unsigned long long>::max()),
+            "k:" + std::to_string(std::numeric_limits<unsigned long long>::max()));
+  EXPECT_EQ(written(std::uint64_t{7}), "k:7");
+  EXPECT_EQ(written(std::int8_t{-128}), "k:" + std::to_string(std::int8_t{-128}));
+  EXPECT_EQ(written(static_cast<unsigned short>(65535)), "k:65535");
+  EXPECT_EQ(written('A'), "k:" + std::to_string('A'));
+  EXPECT_EQ(written(true), "k:" + std::to_string(true));
+  EXPECT_EQ(written(U'\x10FFFF'), "k:" + std::to_string(U'\x10FFFF'));
+  EXPECT_EQ(Lock<std::uint64_t>("invoice", 30s).key(18446744073709551615u),
+            "leasehold:Lock:invoice:18446744073709551615");
 }
 
 // The client parses the reply of its own copy of the query once, as an rvalue: the key moves into
