@@ -129,23 +129,40 @@ Request& Request::operator=(const Request& other) {
 
 Request Request::script(const Script& script, std::span<const std::string_view> keys,
                         std::span<const std::string_view> args) {
-  // EVALSHA sha1 numkeys keys... args...; the views stay on the stack for the usual few keys.
+  // EVALSHA sha1 numkeys keys... args..., handed to hiredis as pointers and lengths, on the stack
+  // for the usual few keys.
   const detail::DecimalDigits numkeys(static_cast<long long>(keys.size()));
   const std::size_t count = 3 + keys.size() + args.size();
   constexpr std::size_t kOnStack = 16;
-  std::array<std::string_view, kOnStack> argv_on_stack;
-  std::vector<std::string_view> argv_on_heap;
-  std::span<std::string_view> argv(argv_on_stack.data(), std::min(count, kOnStack));
+  const char* argv_on_stack[kOnStack];
+  std::size_t lengths_on_stack[kOnStack];
+  std::vector<const char*> argv_on_heap;
+  std::vector<std::size_t> lengths_on_heap;
+  const char** argv = argv_on_stack;
+  std::size_t* lengths = lengths_on_stack;
   if (count > kOnStack) {
     argv_on_heap.resize(count);
-    argv = argv_on_heap;
+    lengths_on_heap.resize(count);
+    argv = argv_on_heap.data();
+    lengths = lengths_on_heap.data();
   }
-  argv[0] = "EVALSHA";
-  argv[1] = script.sha1();
-  argv[2] = numkeys.view();
-  std::copy(keys.begin(), keys.end(), argv.begin() + 3);
-  std::copy(args.begin(), args.end(), argv.begin() + 3 + static_cast<std::ptrdiff_t>(keys.size()));
-  Request request = command(std::span<const std::string_view>(argv));
+  std::size_t at = 0;
+  const auto put = [&](std::string_view argument) {
+    argv[at] = argument.data();
+    lengths[at] = argument.size();
+    ++at;
+  };
+  put("EVALSHA");
+  put(script.sha1());
+  put(numkeys.view());
+  for (std::string_view key : keys)
+    put(key);
+  for (std::string_view arg : args)
+    put(arg);
+  const codec::FormattedCommand formatted = codec::format(count, argv, lengths);
+  Request request;
+  request.bytes_ = {formatted.bytes, detail::FreeRequestBytes{&codec::free_formatted}};
+  request.size_ = formatted.size;
   request.script_ = &script;
   // The keys are arguments 3 and on: their slots are computed if a cluster asks.
   request.keys_ = Keys::none;
