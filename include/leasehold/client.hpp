@@ -235,9 +235,9 @@ template <Query Q, class OnOutcome>
 class QueryOperation final : public Operation {
  public:
   // From a query to copy or (async calls) to move.
-  template <class Query, class Outcome>
-  QueryOperation(Query&& query, Clock::time_point sent_at, Outcome&& on_outcome)
-      : query_(std::forward<Query>(query)), on_outcome_(std::forward<Outcome>(on_outcome)) {
+  template <class QueryArg, class OutcomeArg>
+  QueryOperation(QueryArg&& query, Clock::time_point sent_at, OutcomeArg&& on_outcome)
+      : query_(std::forward<QueryArg>(query)), on_outcome_(std::forward<OutcomeArg>(on_outcome)) {
     sent = sent_at;
     if constexpr (kQueryKeepsRequest) {
       set_requests({&query_.request(), 1});
