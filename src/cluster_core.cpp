@@ -138,9 +138,10 @@ void ClusterCore::accept(std::unique_ptr<Operation> operation) {
   call->deadline = call->operation->deadline;
   call->keys_known = true;
   for (const Request& request : call->operation->requests()) {
-    call->keys.push_back(request.keys());
-    call->slots.push_back(request.slot());
-    if (request.keys() == Request::Keys::unknown)
+    const auto [keys, slot] = request.keys_and_slot();
+    call->keys.push_back(keys);
+    call->slots.push_back(slot);
+    if (keys == Request::Keys::unknown)
       call->keys_known = false;
   }
   if (!call->keys_known) {

@@ -34,11 +34,7 @@ FormattedCommand format_arguments(std::span<const Arg> args) {
     argv[i] = args[i].data();
     lengths[i] = args[i].size();
   }
-  char* out = nullptr;
-  const int length = redisFormatCommandArgv(&out, static_cast<int>(args.size()), argv, lengths);
-  if (length < 0 || out == nullptr)
-    throw std::bad_alloc();
-  return {out, static_cast<std::size_t>(length)};
+  return format(args.size(), argv, lengths);
 }
 
 std::string as_string(FormattedCommand command) {
@@ -47,6 +43,16 @@ std::string as_string(FormattedCommand command) {
 }
 
 }  // namespace
+
+FormattedCommand format(std::size_t count, const char* const* argv, const std::size_t* lengths) {
+  char* out = nullptr;
+  // hiredis' prototype takes `const char**`; it only reads the array.
+  const int length = redisFormatCommandArgv(&out, static_cast<int>(count),
+                                            const_cast<const char**>(argv), lengths);
+  if (length < 0 || out == nullptr)
+    throw std::bad_alloc();
+  return {out, static_cast<std::size_t>(length)};
+}
 
 FormattedCommand format(std::span<const std::string_view> args) {
   return format_arguments(args);

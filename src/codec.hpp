@@ -23,6 +23,8 @@ struct FormattedCommand {
 };
 FormattedCommand format(std::span<const std::string_view> args);
 FormattedCommand format(std::span<const std::string> args);
+// The same, from `count` arguments as hiredis takes them: pointers and lengths.
+FormattedCommand format(std::size_t count, const char* const* argv, const std::size_t* lengths);
 void free_formatted(char* bytes) noexcept;
 
 // The RESP bytes of one command (args[0] is the command name), as a string.

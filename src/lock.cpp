@@ -39,7 +39,7 @@ const Script& lock_try_fenced_script() {
 namespace {
 
 Request lease_script_request(const LeaseState& state, bool extend) {
-  const DecimalDigits ttl(state.ttl.count());
+  const DecimalDigits ttl(extend ? state.ttl.count() : 0);  // a release sends no TTL
   const std::string_view args[] = {state.id_hex(), ttl.view()};
   const std::span<const std::string_view> id_only(args, 1);
   const std::span<const std::string_view> id_and_ttl(args, 2);

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <stdexcept>
 
@@ -28,6 +29,46 @@ std::string sha1_hex(std::string_view data) {
     hex.push_back(kHex[digest[i] & 0xf]);
   }
   return hex;
+}
+
+// The arguments of a command as hiredis formats it: "*<count>\r\n", then "$<length>\r\n<bytes>\r\n"
+// for each. Only ever given a Request's own bytes.
+class ArgumentReader {
+ public:
+  explicit ArgumentReader(std::string_view bytes) noexcept
+      : bytes_(bytes), at_(std::min(bytes.find('\n'), bytes.size())) {
+    ++at_;
+  }
+
+  // The next argument; false after the last.
+  bool next(std::string_view& argument) noexcept {
+    if (at_ >= bytes_.size() || bytes_[at_] != '$')
+      return false;
+    std::size_t length = 0;
+    std::size_t at = at_ + 1;
+    for (; at < bytes_.size() && bytes_[at] != '\r'; ++at)
+      length = length * 10 + static_cast<std::size_t>(bytes_[at] - '0');
+    at += 2;
+    if (at > bytes_.size() || length > bytes_.size() - at)
+      return false;
+    argument = bytes_.substr(at, length);
+    at_ = at + length + 2;
+    return true;
+  }
+
+ private:
+  std::string_view bytes_;
+  std::size_t at_;
+};
+
+// Adds a key's slot to what (keys, slot) say of a request's keys.
+void add_slot(Request::Keys& keys, std::uint16_t& slot, std::uint16_t key_in) noexcept {
+  if (keys == Request::Keys::unknown || keys == Request::Keys::none) {
+    keys = Request::Keys::one_slot;
+    slot = key_in;
+  } else if (keys == Request::Keys::one_slot && key_in != slot) {
+    keys = Request::Keys::cross_slot;
+  }
 }
 
 }  // namespace
@@ -68,7 +109,9 @@ Request::Request(const Request& other)
       retry_safe_(other.retry_safe_),
       grants_lease_(other.grants_lease_),
       keys_(other.keys_),
-      slot_(other.slot_) {
+      key_first_(other.key_first_),
+      slot_(other.slot_),
+      key_count_(other.key_count_) {
   if (other.bytes_) {
     bytes_ = {static_cast<char*>(std::malloc(size_ == 0 ? 1 : size_)),
               detail::FreeRequestBytes{&free_copied}};
@@ -86,27 +129,50 @@ Request& Request::operator=(const Request& other) {
 
 Request Request::script(const Script& script, std::span<const std::string_view> keys,
                         std::span<const std::string_view> args) {
-  // EVALSHA sha1 numkeys keys... args...; the views stay on the stack for the usual few keys.
+  // EVALSHA sha1 numkeys keys... args..., handed to hiredis as pointers and lengths, on the stack
+  // for the usual few keys.
   const detail::DecimalDigits numkeys(static_cast<long long>(keys.size()));
   const std::size_t count = 3 + keys.size() + args.size();
   constexpr std::size_t kOnStack = 16;
-  std::array<std::string_view, kOnStack> argv_on_stack;
-  std::vector<std::string_view> argv_on_heap;
-  std::span<std::string_view> argv(argv_on_stack.data(), std::min(count, kOnStack));
+  const char* argv_on_stack[kOnStack];
+  std::size_t lengths_on_stack[kOnStack];
+  std::vector<const char*> argv_on_heap;
+  std::vector<std::size_t> lengths_on_heap;
+  const char** argv = argv_on_stack;
+  std::size_t* lengths = lengths_on_stack;
   if (count > kOnStack) {
     argv_on_heap.resize(count);
-    argv = argv_on_heap;
+    lengths_on_heap.resize(count);
+    argv = argv_on_heap.data();
+    lengths = lengths_on_heap.data();
   }
-  argv[0] = "EVALSHA";
-  argv[1] = script.sha1();
-  argv[2] = numkeys.view();
-  std::copy(keys.begin(), keys.end(), argv.begin() + 3);
-  std::copy(args.begin(), args.end(), argv.begin() + 3 + static_cast<std::ptrdiff_t>(keys.size()));
-  Request request = command(std::span<const std::string_view>(argv));
-  request.script_ = &script;
-  request.keys_ = Keys::none;
+  std::size_t at = 0;
+  const auto put = [&](std::string_view argument) {
+    argv[at] = argument.data();
+    lengths[at] = argument.size();
+    ++at;
+  };
+  put("EVALSHA");
+  put(script.sha1());
+  put(numkeys.view());
   for (std::string_view key : keys)
-    add_key(request.keys_, request.slot_, key);
+    put(key);
+  for (std::string_view arg : args)
+    put(arg);
+  const codec::FormattedCommand formatted = codec::format(count, argv, lengths);
+  Request request;
+  request.bytes_ = {formatted.bytes, detail::FreeRequestBytes{&codec::free_formatted}};
+  request.size_ = formatted.size;
+  request.script_ = &script;
+  // The keys are arguments 3 and on: their slots are computed if a cluster asks.
+  request.keys_ = Keys::none;
+  if (keys.size() <= std::numeric_limits<decltype(request.key_count_)>::max()) {
+    request.key_first_ = 3;
+    request.key_count_ = static_cast<std::uint16_t>(keys.size());
+  } else {
+    for (std::string_view key : keys)
+      add_key(request.keys_, request.slot_, key);
+  }
   return request;
 }
 
@@ -124,19 +190,66 @@ Request Request::eval_fallback() const {
   Request request = command(std::span<const std::string_view>(argv));
   request.retry_safe_ = retry_safe_;
   request.grants_lease_ = grants_lease_;
+  // The keys keep their positions: only the first two arguments differ.
   request.keys_ = keys_;
+  request.key_first_ = key_first_;
   request.slot_ = slot_;
+  request.key_count_ = key_count_;
   return request;
 }
 
 void Request::add_key(Keys& keys, std::uint16_t& slot, std::string_view key) noexcept {
-  const std::uint16_t key_in = key_slot(key);
-  if (keys == Keys::unknown || keys == Keys::none) {
-    keys = Keys::one_slot;
-    slot = key_in;
-  } else if (keys == Keys::one_slot && key_in != slot) {
-    keys = Keys::cross_slot;
+  add_slot(keys, slot, key_slot(key));
+}
+
+void Request::declare_key(std::string_view key) noexcept {
+  if (keys_ != Keys::one_slot && keys_ != Keys::cross_slot) {
+    // Every key so far is an argument: if this one is the argument right after them (or, for
+    // the first key, any argument), it is remembered by its position.
+    ArgumentReader arguments(bytes());
+    std::string_view argument;
+    for (std::size_t index = 0; arguments.next(argument); ++index) {
+      const std::size_t next = std::size_t{key_first_} + key_count_;
+      if (key_count_ > 0 && index < next)
+        continue;
+      if (key_count_ > 0 && index > next)
+        break;
+      if (argument != key)
+        continue;
+      if (key_count_ == 0 && index > std::numeric_limits<decltype(key_first_)>::max())
+        break;
+      if (key_count_ == std::numeric_limits<decltype(key_count_)>::max())
+        break;
+      if (key_count_ == 0)
+        key_first_ = static_cast<std::uint8_t>(index);
+      ++key_count_;
+      keys_ = Keys::none;
+      return;
+    }
   }
+  // Not an argument (or after one that was not): its slot now, in declaration order.
+  add_key(keys_, slot_, key);
+}
+
+std::pair<Request::Keys, std::uint16_t> Request::keys_and_slot() const noexcept {
+  if (key_count_ == 0)
+    return {keys_, slot_};
+  Keys keys = Keys::none;
+  std::uint16_t slot = 0;
+  ArgumentReader arguments(bytes());
+  std::string_view argument;
+  const std::size_t end = std::size_t{key_first_} + key_count_;
+  for (std::size_t index = 0; index < end && arguments.next(argument); ++index) {
+    if (index >= key_first_)
+      add_key(keys, slot, argument);
+  }
+  // Then the keys whose slots were computed when they were declared.
+  if (keys_ == Keys::one_slot || keys_ == Keys::cross_slot) {
+    add_slot(keys, slot, slot_);
+    if (keys_ == Keys::cross_slot)
+      keys = Keys::cross_slot;
+  }
+  return {keys, slot};
 }
 
 }  // namespace leasehold

@@ -34,6 +34,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "leasehold/detail/unique_function.hpp"
@@ -121,26 +122,76 @@ class Operation {
   std::span<const Request> requests_;
 };
 
-// Calls handler(args...) through `executor` as asio::dispatch does. When the executor is an
-// io_context's running in this thread (the usual case: a coroutine on the connection's
-// io_context), that means at once, and it is done without dispatch's type-erased wrapping.
+// Calls handler(args...) through `executor` as asio::dispatch does.
 template <class Executor, class Handler, class... Args>
-void dispatch_completion(const Executor& executor, Handler handler, Args&&... args) {
-  if constexpr (std::is_same_v<Executor, asio::any_io_executor>) {
-    using TrackedIoExecutor =
-        std::decay_t<decltype(asio::prefer(std::declval<asio::io_context::executor_type>(),
-                                           asio::execution::outstanding_work.tracked))>;
-    const auto* io = executor.template target<TrackedIoExecutor>();
-    if (io != nullptr && io->running_in_this_thread()) {
-      std::move(handler)(std::forward<Args>(args)...);
-      return;
-    }
-  }
+void dispatch_to(const Executor& executor, Handler handler, Args&&... args) {
   asio::dispatch(executor,
                  [handler = std::move(handler), ... args = std::forward<Args>(args)]() mutable {
                    std::move(handler)(std::move(args)...);
                  });
 }
+
+// Where a call completes: its handler's associated executor, which counts the call as
+// outstanding work until then (as Asio's own operations do), and runs the handler as
+// asio::dispatch would.
+template <class Executor>
+class CompletionExecutor {
+ public:
+  explicit CompletionExecutor(const Executor& executor)
+      : tracked_(asio::prefer(executor, asio::execution::outstanding_work.tracked)) {}
+
+  template <class Handler, class... Args>
+  void complete(Handler handler, Args&&... args) const {
+    dispatch_to(tracked_, std::move(handler), std::forward<Args>(args)...);
+  }
+
+ private:
+  std::decay_t<decltype(asio::prefer(std::declval<const Executor&>(),
+                                     asio::execution::outstanding_work.tracked))>
+      tracked_;
+};
+
+// The usual handler is a coroutine's on an io_context: an any_io_executor that holds the
+// io_context's executor. That executor is kept as itself, tracked (no type-erased copies of
+// it), and a handler whose io_context runs in this thread is called at once, as dispatch would.
+template <>
+class CompletionExecutor<asio::any_io_executor> {
+  using Io = asio::io_context::executor_type;
+  using TrackedIo = std::decay_t<decltype(asio::prefer(std::declval<const Io&>(),
+                                                       asio::execution::outstanding_work.tracked))>;
+
+ public:
+  explicit CompletionExecutor(const asio::any_io_executor& executor) : tracked_(track(executor)) {}
+
+  template <class Handler, class... Args>
+  void complete(Handler handler, Args&&... args) const {
+    if (const TrackedIo* io = std::get_if<TrackedIo>(&tracked_)) {
+      if (io->running_in_this_thread()) {
+        std::move(handler)(std::forward<Args>(args)...);
+        return;
+      }
+      dispatch_to(*io, std::move(handler), std::forward<Args>(args)...);
+      return;
+    }
+    dispatch_to(std::get<asio::any_io_executor>(tracked_), std::move(handler),
+                std::forward<Args>(args)...);
+  }
+
+ private:
+  static std::variant<TrackedIo, asio::any_io_executor> track(
+      const asio::any_io_executor& executor) {
+    using Tracked = std::variant<TrackedIo, asio::any_io_executor>;
+    if (const Io* io = executor.target<Io>())
+      return Tracked(std::in_place_index<0>,
+                     asio::prefer(*io, asio::execution::outstanding_work.tracked));
+    if (const TrackedIo* io = executor.target<TrackedIo>())
+      return Tracked(std::in_place_index<0>, *io);
+    return Tracked(std::in_place_index<1>,
+                   asio::prefer(executor, asio::execution::outstanding_work.tracked));
+  }
+
+  std::variant<TrackedIo, asio::any_io_executor> tracked_;
+};
 
 // Sends a request whose outcome nobody waits for.
 void send_without_waiting(Transport& core, Request request);
@@ -164,17 +215,16 @@ void clean_up_unknown_outcome(Transport& core, const Q& query, std::error_code e
   }
 }
 
-// The outcome of one query, from the connection's verdict and its reply.
+// The outcome of one query, from the connection's verdict and its reply. The operation runs its
+// own query once: it parses the reply as an rvalue (a query may then move what it has into the
+// outcome, and must leave what its clean-up needs when there is no value).
 template <Query Q>
-Result<typename Q::result_type> outcome_of(Transport& core, const Q& query, std::error_code error,
-                                           std::string detail, Reply& reply,
+Result<typename Q::result_type> outcome_of(Transport& core, Q& query, std::error_code error,
+                                           std::string&& detail, Reply& reply,
                                            Clock::time_point sent) {
-  if (error) {
-    clean_up_unknown_outcome(core, query, error);
-    return Result<typename Q::result_type>(error, std::move(detail));
-  }
   Result<typename Q::result_type> result =
-      query.parse(std::move(reply), Timing{sent, connection_now(core)});
+      error ? Result<typename Q::result_type>(error, std::move(detail))
+            : std::move(query).parse(std::move(reply), Timing{sent, connection_now(core)});
   if (!result)
     clean_up_unknown_outcome(core, query, result.error());
   return result;
@@ -184,8 +234,10 @@ Result<typename Q::result_type> outcome_of(Transport& core, const Q& query, std:
 template <Query Q, class OnOutcome>
 class QueryOperation final : public Operation {
  public:
-  QueryOperation(Q query, Clock::time_point sent_at, OnOutcome on_outcome)
-      : query_(std::move(query)), on_outcome_(std::move(on_outcome)) {
+  // From a query to copy or (async calls) to move.
+  template <class QueryArg, class OutcomeArg>
+  QueryOperation(QueryArg&& query, Clock::time_point sent_at, OutcomeArg&& on_outcome)
+      : query_(std::forward<QueryArg>(query)), on_outcome_(std::forward<OutcomeArg>(on_outcome)) {
     sent = sent_at;
     if constexpr (kQueryKeepsRequest) {
       set_requests({&query_.request(), 1});
@@ -240,7 +292,8 @@ class BatchOperation final : public Operation {
       results.reserve(queries_.size());
       const Timing timing{sent, connection_now(core)};
       for (std::size_t i = 0; i < queries_.size(); ++i) {
-        results.push_back(queries_[i].parse(std::move(replies_[i]), timing));
+        // Run once, as in outcome_of(): the query may move what it has into its outcome.
+        results.push_back(std::move(queries_[i]).parse(std::move(replies_[i]), timing));
         if (!results.back())
           clean_up_unknown_outcome(core, queries_[i], results.back().error());
       }
@@ -339,17 +392,18 @@ class Client {
   auto async_process(Q query, Token&& token) {
     using T = typename Q::result_type;
     return asio::async_initiate<Token, void(std::error_code, T)>(
-        [this](auto handler, Q query) {
+        // The query is moved straight into the operation (it takes an rvalue where the token
+        // hands one over, as they all do).
+        [this](auto handler, auto&& query) {
           const Clock::time_point sent = detail::connection_now(*core_);
-          auto work = tracked_executor(handler);
-          auto on_outcome = [handler = std::move(handler),
-                             work = std::move(work)](Result<T> result) mutable {
+          auto work = completion_executor(handler);
+          auto on_outcome = [work = std::move(work),
+                             handler = std::move(handler)](Result<T> result) mutable {
             const std::error_code ec = result.error();
-            detail::dispatch_completion(work, std::move(handler), ec,
-                                        result ? std::move(*result) : T{});
+            work.complete(std::move(handler), ec, result ? std::move(*result) : T{});
           };
           submit(std::make_unique<detail::QueryOperation<Q, decltype(on_outcome)>>(
-              std::move(query), sent, std::move(on_outcome)));
+              std::forward<decltype(query)>(query), sent, std::move(on_outcome)));
         },
         token, std::move(query));
   }
@@ -361,10 +415,10 @@ class Client {
     return asio::async_initiate<Token, void(std::error_code, Results)>(
         [this](auto handler, std::vector<Q> queries) {
           const Clock::time_point sent = detail::connection_now(*core_);
-          auto work = tracked_executor(handler);
-          auto on_outcome = [handler = std::move(handler), work = std::move(work)](
+          auto work = completion_executor(handler);
+          auto on_outcome = [work = std::move(work), handler = std::move(handler)](
                                 std::error_code ec, std::string, Results results) mutable {
-            detail::dispatch_completion(work, std::move(handler), ec, std::move(results));
+            work.complete(std::move(handler), ec, std::move(results));
           };
           submit(std::make_unique<detail::BatchOperation<Q, decltype(on_outcome)>>(
               std::move(queries), sent, std::move(on_outcome)));
@@ -390,6 +444,14 @@ class Client {
   const asio::strand<asio::any_io_executor>& strand() const noexcept;
   std::pair<std::error_code, std::string> wait_connected();
   void release() noexcept;
+
+  // The handler's associated executor (the connection's strand if it has none), tracked until
+  // the handler runs.
+  template <class Handler>
+  auto completion_executor(const Handler& handler) const {
+    using Executor = asio::associated_executor_t<Handler, asio::strand<asio::any_io_executor>>;
+    return detail::CompletionExecutor<Executor>(asio::get_associated_executor(handler, strand()));
+  }
 
   template <class Handler>
   auto tracked_executor(const Handler& handler) const {

@@ -11,6 +11,7 @@
 // an empty optional, a lost lease is `false`. See docs/locks.md.
 #pragma once
 
+#include <charconv>
 #include <chrono>
 #include <concepts>
 #include <cstdint>
@@ -42,7 +43,13 @@ struct LockName<std::string_view> : LockName<std::string> {};
 
 template <std::integral T>
 struct LockName<T> {
-  static void append(std::string& key, T name) { key += std::to_string(name); }
+  // As std::to_string(name) writes it (the same promotion picks the overload), without a
+  // temporary string.
+  static void append(std::string& key, T name) {
+    char digits[24];
+    const auto written = std::to_chars(digits, digits + sizeof digits, +name);
+    key.append(digits, written.ptr);
+  }
 };
 
 template <class T>
@@ -184,7 +191,7 @@ class Lock {
       return tagged_key(name, "");
     std::string key;
     key.reserve(prefix_.size() + ns_.size() + 8 + 20);
-    key.append(prefix_).append(":Lock:").append(ns_).append(":");
+    key.append(prefix_).append(std::string_view(":Lock:")).append(ns_).push_back(':');
     LockName<N>::append(key, name);
     return key;
   }
@@ -293,78 +300,83 @@ class TryLock {
   using result_type = std::optional<LockToken<L>>;
   using effect = Write<L>;
 
+  TryLock(std::string key, std::chrono::milliseconds ttl)
+      : key_(std::move(key)), ttl_(ttl), id_(LeaseId::generate()), id_digits_(id_.hex_digits()) {}
   // With a fence key, the acquire is a script that also increments the counter (fenced locks).
-  TryLock(std::string key, std::chrono::milliseconds ttl, std::string fence_key = {})
-      : key_(std::move(key)),
-        fence_key_(std::move(fence_key)),
-        ttl_(ttl),
-        id_(LeaseId::generate()) {}
+  TryLock(std::string key, std::chrono::milliseconds ttl, std::string fence_key)
+      : TryLock(std::move(key), ttl) {
+    if (!fence_key.empty())
+      fence_key_.emplace(std::move(fence_key));
+  }
 
   const std::string& key() const noexcept { return key_; }
   const LeaseId& id() const noexcept { return id_; }
 
   Request request() const {
-    const LeaseId::HexDigits id = id_.hex_digits();
+    const std::string_view id(id_digits_.data(), id_digits_.size());
     const detail::DecimalDigits ttl(ttl_.count());
-    if (!fence_key_.empty()) {
-      const std::string_view keys[] = {key_, fence_key_};
-      const std::string_view args[] = {{id.begin(), id.end()}, ttl.view()};
+    if (fence_key_) {
+      const std::string_view keys[] = {key_, *fence_key_};
+      const std::string_view args[] = {id, ttl.view()};
       return Request::script(detail::lock_try_fenced_script(), keys, args)
           .retry_safe()
           .grants_lease();
     }
-    return Request::command({"SET", key_, {id.begin(), id.end()}, "NX", "PX", ttl.view(), "GET"})
+    return Request::command({"SET", key_, id, "NX", "PX", ttl.view(), "GET"})
         .for_key(key_)
         .retry_safe()
         .grants_lease();
   }
 
-  Result<result_type> parse(Reply reply, const Timing& timing) const {
-    if (reply.is_error())
-      return error_result<result_type>(reply);
-    if (!fence_key_.empty())
-      return parse_fenced(reply, timing);
-    // nil: it was free and is taken now; this id: a retry found its own lease.
-    if (!reply.is_nil()) {
-      if (reply.type != Reply::Type::string)
-        return Result<result_type>(make_error_code(errc::unexpected_reply), to_string(reply));
-      const LeaseId::HexDigits id = id_.hex_digits();
-      if (reply.str != std::string_view(id.begin(), id.end()))
-        return result_type{};  // someone else holds it
-    }
-    const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
-    if (timing.received >= deadline)
-      return detail::granted_too_late<result_type>();
-    return result_type{detail::TokenAccess::make<LockToken<L>>(
-        std::make_shared<detail::LeaseState>(key_, id_, ttl_, deadline))};
+  // A token's lease state holds the key: parse() copies it there; the rvalue parse(), for a query
+  // run once (the client runs its own copy), moves it, and only into a token: any other outcome
+  // leaves the query whole, for on_unknown_outcome().
+  Result<result_type> parse(const Reply& reply, const Timing& timing) const& {
+    return parse_as(*this, reply, timing);
+  }
+  Result<result_type> parse(const Reply& reply, const Timing& timing) && {
+    return parse_as(std::move(*this), reply, timing);
   }
 
   std::optional<Request> on_unknown_outcome() const {
-    const LeaseId::HexDigits id = id_.hex_digits();
     const std::string_view keys[] = {key_};
-    const std::string_view args[] = {{id.begin(), id.end()}};
+    const std::string_view args[] = {{id_digits_.data(), id_digits_.size()}};
     return Request::script(detail::lock_release_script(), keys, args);
   }
 
  private:
-  Result<result_type> parse_fenced(const Reply& reply, const Timing& timing) const {
+  // Self: const TryLock& (the key is copied into a token) or TryLock (it is moved).
+  template <class Self>
+  static Result<result_type> parse_as(Self&& self, const Reply& reply, const Timing& timing) {
+    if (reply.is_error())
+      return error_result<result_type>(reply);
     std::uint64_t fence = 0;
-    if (!detail::fence_of(reply, fence))
-      return Result<result_type>(make_error_code(errc::unexpected_reply), to_string(reply));
-    if (fence == 0)
-      return result_type{};  // someone else holds it
-    const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
+    if (self.fence_key_) {
+      if (!detail::fence_of(reply, fence))
+        return Result<result_type>(make_error_code(errc::unexpected_reply), to_string(reply));
+      if (fence == 0)
+        return result_type{};  // someone else holds it
+    } else if (!reply.is_nil()) {
+      // nil: it was free and is taken now; this id: a retry found its own lease.
+      if (reply.type != Reply::Type::string)
+        return Result<result_type>(make_error_code(errc::unexpected_reply), to_string(reply));
+      if (reply.str != std::string_view(self.id_digits_.data(), self.id_digits_.size()))
+        return result_type{};  // someone else holds it
+    }
+    const Clock::time_point deadline = lease_deadline(timing.sent, self.ttl_);
     if (timing.received >= deadline)
       return detail::granted_too_late<result_type>();
-    auto state = std::make_shared<detail::LeaseState>(key_, id_, ttl_, deadline);
+    auto state = std::make_shared<detail::LeaseState>(std::forward<Self>(self).key_, self.id_,
+                                                      self.id_digits_, self.ttl_, deadline);
     state->fence = fence;
     return result_type{detail::TokenAccess::make<LockToken<L>>(std::move(state))};
   }
 
   std::string key_;
-  std::string fence_key_;
+  std::optional<std::string> fence_key_;  // a fenced lock's counter
   std::chrono::milliseconds ttl_;
   LeaseId id_;
+  LeaseId::HexDigits id_digits_;  // the id as sent and compared, computed once
 };
 
 // release script: KEYS[1] lock key, ARGV[1] id -> 1 deleted, 0 not held by this id.
@@ -379,7 +391,7 @@ class ReleaseLock {
 
   Request request() const { return detail::lease_request(*state_, false); }
 
-  Result<bool> parse(Reply reply, const Timing&) const {
+  Result<bool> parse(const Reply& reply, const Timing&) const {
     if (reply.is_error())
       return error_result<bool>(reply);
     if (reply.type != Reply::Type::integer)
@@ -403,7 +415,7 @@ class ExtendLock {
 
   Request request() const { return detail::lease_request(*state_, true).retry_safe(); }
 
-  Result<bool> parse(Reply reply, const Timing& timing) const {
+  Result<bool> parse(const Reply& reply, const Timing& timing) const {
     if (reply.is_error())
       return error_result<bool>(reply);
     if (reply.type != Reply::Type::integer)

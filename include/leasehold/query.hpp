@@ -86,7 +86,10 @@ struct Timing {
 
 // A query: request() builds the command; parse() reads the reply into an outcome. A query that
 // keeps its Request may return it by const reference (Command does): the client then sends it
-// from the query, without a copy.
+// from the query, without a copy. The client parses with its own copy of the query, once, as an
+// rvalue: a query may add a `parse(...) &&` that moves what it holds into the outcome (TryLock
+// moves its key into the token), if an outcome without a value leaves the query whole for
+// on_unknown_outcome().
 // Optionally, `std::optional<Request> on_unknown_outcome() const` gives a request the client sends
 // (without waiting for it) when the call's outcome is unknown (it timed out or the connection was
 // lost after sending): an acquire uses it to release the lease it may have taken.

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace leasehold {
 
@@ -88,9 +89,14 @@ class Request {
   // Where a Redis Cluster keeps the request's keys. Script calls know their keys; a command's
   // builder declares them with for_key() (or without_keys()); a command that declares nothing is
   // `unknown`, and a cluster client asks the server for its keys (COMMAND GETKEYS) before routing.
+  //
+  // Slots are computed when asked for, not when keys are declared: a key that is one of the
+  // request's own arguments (a script's keys, or a for_key() key equal to an argument) is
+  // remembered by its position, and its slot read from the formatted bytes by keys() and slot().
+  // A single server never asks; a cluster asks once per request (keys_and_slot()).
   enum class Keys : std::uint8_t { unknown, none, one_slot, cross_slot };
   Request&& for_key(std::string_view key) && {
-    add_key(keys_, slot_, key);
+    declare_key(key);
     return std::move(*this);
   }
   Request&& without_keys() && {
@@ -98,8 +104,11 @@ class Request {
       keys_ = Keys::none;
     return std::move(*this);
   }
-  Keys keys() const noexcept { return keys_; }
-  std::uint16_t slot() const noexcept { return slot_; }  // when keys() == one_slot
+  Keys keys() const noexcept { return keys_and_slot().first; }
+  // The slot of the keys when keys() == one_slot (with cross_slot: the first declared key's).
+  std::uint16_t slot() const noexcept { return keys_and_slot().second; }
+  // keys() and slot() in one pass over the declared keys.
+  std::pair<Keys, std::uint16_t> keys_and_slot() const noexcept;
 
   // Adds `key` to what (keys, slot) say of a request's keys: the rule for_key() applies, for
   // keys learnt elsewhere (a cluster asks the server for a raw command's keys).
@@ -116,10 +125,18 @@ class Request {
   std::unique_ptr<char, detail::FreeRequestBytes> bytes_;
   std::size_t size_ = 0;
   const Script* script_ = nullptr;  // for the EVAL fallback, which rereads the rest from bytes_
+  void declare_key(std::string_view key) noexcept;
+
   bool retry_safe_ = false;
   bool grants_lease_ = false;
+  // The declared keys are, in their order: the arguments [key_first_, key_first_ + key_count_) of
+  // the command (args[0] is its name), whose slots are computed when asked for; then the keys
+  // that are not arguments (or came after one that was not), whose slots were computed when
+  // declared, summed up in (keys_, slot_). keys_ is `none` when every declared key is an argument.
   Keys keys_ = Keys::unknown;
+  std::uint8_t key_first_ = 0;
   std::uint16_t slot_ = 0;
+  std::uint16_t key_count_ = 0;
 };
 
 }  // namespace leasehold

@@ -123,7 +123,7 @@ class RwAcquire {
 
   const LeaseId& id() const noexcept { return id_; }
 
-  Result<result_type> parse(Reply reply, const Timing& timing) const {
+  Result<result_type> parse(const Reply& reply, const Timing& timing) const {
     if (reply.is_error())
       return error_result<result_type>(reply);
     if (reply.type != Reply::Type::integer)

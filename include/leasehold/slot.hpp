@@ -11,8 +11,8 @@ inline constexpr std::uint16_t kClusterSlots = 16384;
 
 namespace detail {
 
-// The CRC16 of each byte value, so that a key costs one lookup per byte: every request computes
-// the slot of its keys, on a single server too.
+// The CRC16 of each byte value, so that a key costs one lookup per byte (a cluster computes the
+// slot of every request's keys).
 constexpr std::array<std::uint16_t, 256> make_crc16_table() noexcept {
   std::array<std::uint16_t, 256> table{};
   for (unsigned byte = 0; byte < 256; ++byte) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <limits>
 #include <set>
 
 #include "leasehold/capability.hpp"
@@ -171,6 +172,75 @@ TEST(TryLockQuery, ParsesEachReply) {
 
   auto odd = query.parse(Reply::make_integer(3), timing);
   EXPECT_EQ(odd.error(), errc::unexpected_reply);
+}
+
+template <class T>
+std::string written(T name) {
+  std::string key = "k:";
+  LockName<T>::append(key, name);
+  return key;
+}
+
+TEST(LockNames, IntegersAreWrittenAsStdToStringWritesThem) {
+  EXPECT_EQ(written(0), "k:" + std::to_string(0));
+  EXPECT_EQ(written(-42), "k:" + std::to_string(-42));
+  EXPECT_EQ(written(std::numeric_limits<long long>::min()),
+            "k:" + std::to_string(std::numeric_limits<long long>::min()));
+  EXPECT_EQ(written(std::numeric_limits<unsigned long long>::max()),
+            "k:" + std::to_string(std::numeric_limits<unsigned long long>::max()));
+  EXPECT_EQ(written(std::uint64_t{7}), "k:7");
+  EXPECT_EQ(written(std::int8_t{-128}), "k:" + std::to_string(std::int8_t{-128}));
+  EXPECT_EQ(written(static_cast<unsigned short>(65535)), "k:65535");
+  EXPECT_EQ(written('A'), "k:" + std::to_string('A'));
+  EXPECT_EQ(written(true), "k:" + std::to_string(true));
+  EXPECT_EQ(written(U'\x10FFFF'), "k:" + std::to_string(U'\x10FFFF'));
+  EXPECT_EQ(Lock<std::uint64_t>("invoice", 30s).key(18446744073709551615u),
+            "leasehold:Lock:invoice:18446744073709551615");
+}
+
+// The client parses the reply of its own copy of the query once, as an rvalue: the key moves into
+// the token. Any outcome without a token leaves the query whole, for its unknown-outcome clean-up.
+TEST(TryLockQuery, AnRvalueParseMovesTheKeyOnlyIntoAToken) {
+  const Clock::time_point sent{Clock::duration(1'000'000'000)};
+  for (const bool fenced : {false, true}) {
+    const Lock<std::string> lock = fenced ? Lock<std::string>("invoice", 30s).with_fencing()
+                                          : Lock<std::string>("invoice", 30s);
+    const std::string name = "a name long enough to live on the heap, not in the string";
+    const auto original = lock.try_lock(name);
+    const Reply granted = fenced ? Reply::make_integer(4) : Reply::make_nil();
+    const Reply busy =
+        fenced ? Reply::make_integer(0) : Reply::make_string(LeaseId::generate().hex());
+    const std::optional<Request> cleanup = original.on_unknown_outcome();
+    ASSERT_TRUE(cleanup);
+
+    for (const Reply& reply : {busy, Reply::make_error("ERR no"), Reply::make_status("odd")}) {
+      auto query = original;
+      auto result = std::move(query).parse(reply, Timing{sent, sent + 1ms});
+      EXPECT_FALSE(result.has_value() && result->has_value()) << reply;
+      EXPECT_EQ(query.key(), lock.key(name)) << reply;
+      EXPECT_EQ(query.on_unknown_outcome()->bytes(), cleanup->bytes()) << reply;
+    }
+    // Granted after its deadline: an unknown outcome, released with the query's own key.
+    auto late = original;
+    auto too_late = std::move(late).parse(granted, Timing{sent, sent + 31s});
+    EXPECT_EQ(too_late.error(), errc::command_timeout);
+    EXPECT_EQ(late.on_unknown_outcome()->bytes(), cleanup->bytes());
+
+    auto query = original;
+    auto taken = std::move(query).parse(granted, Timing{sent, sent + 1ms});
+    ASSERT_TRUE(taken.has_value());
+    ASSERT_TRUE(taken->has_value());
+    EXPECT_EQ((*taken)->key(), lock.key(name));
+    EXPECT_EQ((*taken)->id(), original.id());
+    EXPECT_EQ((*taken)->fence(), fenced ? std::optional<std::uint64_t>(4) : std::nullopt);
+    EXPECT_EQ((*taken)->state()->id_hex(), original.id().hex());
+    // The lvalue parse copies: the query keeps its key.
+    auto copied = original.parse(granted, Timing{sent, sent + 1ms});
+    ASSERT_TRUE(copied->has_value());
+    EXPECT_EQ((*copied)->key(), lock.key(name));
+    EXPECT_EQ(original.key(), lock.key(name));
+    EXPECT_EQ(**copied, **taken);
+  }
 }
 
 TEST(LeaseDeadline, IsNeverLaterThanTheServersExpiry) {

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "leasehold/error.hpp"
@@ -291,6 +293,154 @@ TEST(RequestKeys, ALockAcquireIsRoutedByItsKey) {
   const auto query = lock.try_lock("INV-7");
   EXPECT_EQ(query.request().keys(), Request::Keys::one_slot);
   EXPECT_EQ(query.request().slot(), key_slot(lock.key("INV-7")));
+}
+
+// Slots are computed when asked for, from the request's own bytes, for keys declared by their
+// position; these check that they agree with key_slot() of the keys as declared.
+
+TEST(RequestKeys, LazySlotsAgreeWithKeySlotForEachKeyAndHashTag) {
+  const Script script("return 1");
+  const std::string binary("k\r\n$3\r\n\0x", 9);
+  for (std::string_view key :
+       {std::string_view("foo"), std::string_view(""), std::string_view("{u1}.a"),
+        std::string_view("a{}b"), std::string_view("{}{x}"), std::string_view("x{y"),
+        std::string_view("leasehold:Lock:invoice:INV-7"),
+        std::string_view("leasehold:RwLock:{invoice:INV-7}:w"), std::string_view(binary)}) {
+    const Request command = Request::command({"GET", key}).for_key(key);
+    EXPECT_EQ(command.keys(), Request::Keys::one_slot) << key;
+    EXPECT_EQ(command.slot(), key_slot(key)) << key;
+    const std::string_view keys[] = {key};
+    const Request call = Request::script(script, keys, {});
+    EXPECT_EQ(call.keys(), Request::Keys::one_slot) << key;
+    EXPECT_EQ(call.slot(), key_slot(key)) << key;
+    EXPECT_EQ(call.keys_and_slot(), std::make_pair(Request::Keys::one_slot, key_slot(key)));
+  }
+}
+
+TEST(RequestKeys, AKeyThatIsNoArgumentGetsItsSlotAsDeclared) {
+  // The command does not hold its key among its arguments: its slot is still that key's.
+  const Request request = Request::command({"PING"}).for_key("foo");
+  EXPECT_EQ(request.keys(), Request::Keys::one_slot);
+  EXPECT_EQ(request.slot(), 12182);
+  const Request two = Request::command({"PING"}).for_key("{t}a").for_key("{t}b");
+  EXPECT_EQ(two.keys(), Request::Keys::one_slot);
+  EXPECT_EQ(two.slot(), key_slot("t"));
+  EXPECT_EQ(Request::command({"PING"}).for_key("foo").for_key("bar").keys(),
+            Request::Keys::cross_slot);
+}
+
+TEST(RequestKeys, KeysAmongAndOutsideTheArgumentsCombineInTheirOrder) {
+  // foo is an argument, bar is not, baz is an argument after bar: cross-slot either way, and
+  // slot() is the first declared key's.
+  const Request mixed =
+      Request::command({"X", "foo", "baz"}).for_key("foo").for_key("bar").for_key("baz");
+  EXPECT_EQ(mixed.keys(), Request::Keys::cross_slot);
+  EXPECT_EQ(mixed.slot(), key_slot("foo"));
+  const Request reversed = Request::command({"X", "foo"}).for_key("bar").for_key("foo");
+  EXPECT_EQ(reversed.keys(), Request::Keys::cross_slot);
+  EXPECT_EQ(reversed.slot(), key_slot("bar"));
+  // Arguments that are not next to each other (MSET k1 v1 k2 v2) in one slot.
+  const Request tagged = Request::command({"MSET", "{u}1", "v", "{u}2", "w", "{u}3", "x"})
+                             .for_key("{u}1")
+                             .for_key("{u}2")
+                             .for_key("{u}3");
+  EXPECT_EQ(tagged.keys(), Request::Keys::one_slot);
+  EXPECT_EQ(tagged.slot(), key_slot("u"));
+  const Request spread =
+      Request::command({"MSET", "{u}1", "v", "{w}2", "w"}).for_key("{u}1").for_key("{w}2");
+  EXPECT_EQ(spread.keys(), Request::Keys::cross_slot);
+  EXPECT_EQ(spread.slot(), key_slot("u"));
+  // The same key twice, and a key equal to the command's name.
+  EXPECT_EQ(Request::command({"GET", "foo"}).for_key("foo").for_key("foo").keys(),
+            Request::Keys::one_slot);
+  const Request named = Request::command({"foo", "bar"}).for_key("foo");
+  EXPECT_EQ(named.keys(), Request::Keys::one_slot);
+  EXPECT_EQ(named.slot(), 12182);
+}
+
+TEST(RequestKeys, MultiKeyScriptsAreCrossSlotUnlessTheirKeysShareASlot) {
+  const Script script("return 1");
+  const std::string_view spread[] = {"{a}1", "{a}2", "{b}3"};
+  const std::string_view args[] = {"{b}", "x"};
+  EXPECT_EQ(Request::script(script, spread, args).keys(), Request::Keys::cross_slot);
+  EXPECT_EQ(Request::script(script, spread, args).slot(), key_slot("a"));
+  // Arguments are not keys: only the keys decide.
+  const std::string_view together[] = {"{a}1", "{a}2", "{a}3"};
+  const Request call = Request::script(script, together, args);
+  EXPECT_EQ(call.keys(), Request::Keys::one_slot);
+  EXPECT_EQ(call.slot(), key_slot("a"));
+  // An RwLock's keys share their slot; the EVAL fallback and copies keep the keys.
+  const std::string_view rw[] = {"leasehold:RwLock:{ns:n}:w", "leasehold:RwLock:{ns:n}:r"};
+  const Request rw_call = Request::script(script, rw, args);
+  EXPECT_EQ(rw_call.keys(), Request::Keys::one_slot);
+  EXPECT_EQ(rw_call.slot(), key_slot("ns:n"));
+  EXPECT_EQ(rw_call.eval_fallback().keys_and_slot(), rw_call.keys_and_slot());
+  const Request copy = rw_call;
+  EXPECT_EQ(copy.keys_and_slot(), rw_call.keys_and_slot());
+  const Request spread_call = Request::script(script, spread, args);
+  EXPECT_EQ(spread_call.eval_fallback().keys(), Request::Keys::cross_slot);
+}
+
+TEST(RequestKeys, ManyKeysAndFarArguments) {
+  const Script script("return 1");
+  std::vector<std::string> names;
+  for (int i = 0; i < 300; ++i)
+    names.push_back("{t}k" + std::to_string(i));
+  const std::vector<std::string_view> keys(names.begin(), names.end());
+  const Request call = Request::script(script, keys, {});
+  EXPECT_EQ(call.keys(), Request::Keys::one_slot);
+  EXPECT_EQ(call.slot(), key_slot("t"));
+  names.push_back("other");
+  const std::vector<std::string_view> more(names.begin(), names.end());
+  EXPECT_EQ(Request::script(script, more, {}).keys(), Request::Keys::cross_slot);
+  // A key past the 255th argument: its slot is computed as it is declared.
+  std::vector<std::string> argv(300, "v");
+  argv[0] = "MSET";
+  argv[299] = "foo";
+  const Request far = Request::command(std::span<const std::string>(argv)).for_key("foo");
+  EXPECT_EQ(far.keys(), Request::Keys::one_slot);
+  EXPECT_EQ(far.slot(), 12182);
+}
+
+TEST(RequestKeys, CommandsWithoutKeys) {
+  const Script script("return 1");
+  EXPECT_EQ(Request::command({"PING"}).keys(), Request::Keys::unknown);
+  EXPECT_EQ(Request::command({"PING"}).without_keys().keys_and_slot(),
+            std::make_pair(Request::Keys::none, std::uint16_t{0}));
+  EXPECT_EQ(Request::script(script, {}, {}).keys_and_slot(),
+            std::make_pair(Request::Keys::none, std::uint16_t{0}));
+  const std::string_view args[] = {"foo"};
+  EXPECT_EQ(Request::script(script, {}, args).keys(), Request::Keys::none);
+  EXPECT_EQ(Request().keys(), Request::Keys::unknown);
+  // without_keys() after a key declared by its position changes nothing.
+  const Request keyed = Request::command({"GET", "foo"}).for_key("foo").without_keys();
+  EXPECT_EQ(keyed.keys_and_slot(), std::make_pair(Request::Keys::one_slot, std::uint16_t{12182}));
+}
+
+TEST(RequestKeys, AddKeySumsUpKeysLearntElsewhere) {
+  Request::Keys keys = Request::Keys::unknown;
+  std::uint16_t slot = 0;
+  Request::add_key(keys, slot, "{x}1");
+  EXPECT_EQ(keys, Request::Keys::one_slot);
+  EXPECT_EQ(slot, key_slot("x"));
+  Request::add_key(keys, slot, "{x}2");
+  EXPECT_EQ(keys, Request::Keys::one_slot);
+  Request::add_key(keys, slot, "foo");
+  EXPECT_EQ(keys, Request::Keys::cross_slot);
+  EXPECT_EQ(slot, key_slot("x"));
+}
+
+TEST(RequestKeys, EveryAcquireAndLeaseCallIsRoutedByItsKeys) {
+  const Lock<std::string> fenced =
+      Lock<std::string>{"invoice", std::chrono::seconds(5)}.with_fencing();
+  const auto query = fenced.try_lock("INV-{7}");
+  EXPECT_EQ(query.request().keys(), Request::Keys::one_slot);
+  EXPECT_EQ(query.request().slot(), key_slot(fenced.key("INV-{7}")));
+  EXPECT_EQ(query.request().slot(), key_slot(fenced.fence_key("INV-{7}")));
+  const auto cleanup = query.on_unknown_outcome();
+  ASSERT_TRUE(cleanup);
+  EXPECT_EQ(cleanup->keys_and_slot(),
+            std::make_pair(Request::Keys::one_slot, key_slot(fenced.key("INV-{7}"))));
 }
 
 }  // namespace
