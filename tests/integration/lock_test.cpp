@@ -62,9 +62,12 @@ TEST_F(LockTest, ReleaseAndExtendAreTrueWhileHeld) {
   EXPECT_FALSE(redis.process(token->extend()));
 }
 
+// The TTLs below are short so that the tests wait little for an expiry, but long enough that an
+// acquire's reply on a loaded machine (ASan, other suites) comes before the lease's client-side
+// deadline: a later one is refused as "granted after its deadline", as it must be.
 TEST_F(LockTest, AfterExpiryReleaseAndExtendAreFalseAndExtendNeverResurrects) {
   Client redis(server_->unix_url());
-  const auto locks = lock(50ms);
+  const auto locks = lock(400ms);
   auto token = redis.process(locks.try_lock("n"));
   ASSERT_TRUE(token);
   ASSERT_TRUE(eventually([&] {
@@ -77,7 +80,7 @@ TEST_F(LockTest, AfterExpiryReleaseAndExtendAreFalseAndExtendNeverResurrects) {
 
 TEST_F(LockTest, AfterATakeoverTheOldTokenCannotTouchTheNewHolder) {
   Client redis(server_->unix_url());
-  const auto locks = lock(50ms);
+  const auto locks = lock(400ms);
   auto old_token = redis.process(locks.try_lock("n"));
   ASSERT_TRUE(old_token);
   std::optional<LockToken<Lock<std::string>>> new_token;
@@ -85,7 +88,7 @@ TEST_F(LockTest, AfterATakeoverTheOldTokenCannotTouchTheNewHolder) {
     new_token = redis.process(locks.try_lock("n"));
     return new_token.has_value();
   }));
-  ASSERT_TRUE(redis.process(new_token->extend()));  // now held for another 50 ms at least
+  ASSERT_TRUE(redis.process(new_token->extend()));  // now held for another 400 ms at least
   const long long ttl_before = pttl(locks.key("n"));
   EXPECT_FALSE(redis.process(old_token->extend()));
   EXPECT_FALSE(redis.process(old_token->release()));
