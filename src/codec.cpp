@@ -16,25 +16,10 @@ namespace {
 // Arg: std::string_view or std::string.
 template <class Arg>
 FormattedCommand format_arguments(std::span<const Arg> args) {
-  // Most commands have a few arguments: their pointers and lengths stay on the stack.
-  constexpr std::size_t kOnStack = 16;
-  const char* argv_on_stack[kOnStack];
-  std::size_t lengths_on_stack[kOnStack];
-  std::vector<const char*> argv_on_heap;
-  std::vector<std::size_t> lengths_on_heap;
-  const char** argv = argv_on_stack;
-  std::size_t* lengths = lengths_on_stack;
-  if (args.size() > kOnStack) {
-    argv_on_heap.resize(args.size());
-    lengths_on_heap.resize(args.size());
-    argv = argv_on_heap.data();
-    lengths = lengths_on_heap.data();
-  }
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    argv[i] = args[i].data();
-    lengths[i] = args[i].size();
-  }
-  return format(args.size(), argv, lengths);
+  Arguments arguments(args.size());
+  for (const Arg& arg : args)
+    arguments.add(arg);
+  return arguments.format();
 }
 
 std::string as_string(FormattedCommand command) {

@@ -27,6 +27,40 @@ FormattedCommand format(std::span<const std::string> args);
 FormattedCommand format(std::size_t count, const char* const* argv, const std::size_t* lengths);
 void free_formatted(char* bytes) noexcept;
 
+// A command's arguments as hiredis takes them, pointers and lengths: on the stack for the usual
+// few, on the heap past 16. The arguments must outlive format().
+class Arguments {
+ public:
+  explicit Arguments(std::size_t count) {
+    if (count > kOnStack) {
+      argv_on_heap_.resize(count);
+      lengths_on_heap_.resize(count);
+      argv_ = argv_on_heap_.data();
+      lengths_ = lengths_on_heap_.data();
+    }
+  }
+  Arguments(const Arguments&) = delete;  // points into itself
+  Arguments& operator=(const Arguments&) = delete;
+
+  // Adds the next argument (at most `count` in all).
+  void add(std::string_view argument) noexcept {
+    argv_[added_] = argument.data();
+    lengths_[added_] = argument.size();
+    ++added_;
+  }
+  FormattedCommand format() const { return codec::format(added_, argv_, lengths_); }
+
+ private:
+  static constexpr std::size_t kOnStack = 16;
+  const char* argv_on_stack_[kOnStack];
+  std::size_t lengths_on_stack_[kOnStack];
+  std::vector<const char*> argv_on_heap_;
+  std::vector<std::size_t> lengths_on_heap_;
+  const char** argv_ = argv_on_stack_;
+  std::size_t* lengths_ = lengths_on_stack_;
+  std::size_t added_ = 0;
+};
+
 // The RESP bytes of one command (args[0] is the command name), as a string.
 std::string format_command(std::span<const std::string_view> args);
 std::string format_command(std::span<const std::string> args);

@@ -3,7 +3,6 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -87,20 +86,19 @@ void free_copied(char* bytes) noexcept {
 
 }  // namespace
 
-Request Request::command(std::span<const std::string_view> args) {
-  const codec::FormattedCommand formatted = codec::format(args);
+Request Request::from_formatted(codec::FormattedCommand formatted) noexcept {
   Request request;
   request.bytes_ = {formatted.bytes, detail::FreeRequestBytes{&codec::free_formatted}};
   request.size_ = formatted.size;
   return request;
 }
 
+Request Request::command(std::span<const std::string_view> args) {
+  return from_formatted(codec::format(args));
+}
+
 Request Request::command(std::span<const std::string> args) {
-  const codec::FormattedCommand formatted = codec::format(args);
-  Request request;
-  request.bytes_ = {formatted.bytes, detail::FreeRequestBytes{&codec::free_formatted}};
-  request.size_ = formatted.size;
-  return request;
+  return from_formatted(codec::format(args));
 }
 
 Request::Request(const Request& other)
@@ -129,40 +127,17 @@ Request& Request::operator=(const Request& other) {
 
 Request Request::script(const Script& script, std::span<const std::string_view> keys,
                         std::span<const std::string_view> args) {
-  // EVALSHA sha1 numkeys keys... args..., handed to hiredis as pointers and lengths, on the stack
-  // for the usual few keys.
+  // EVALSHA sha1 numkeys keys... args..., handed to hiredis as pointers and lengths.
   const detail::DecimalDigits numkeys(static_cast<long long>(keys.size()));
-  const std::size_t count = 3 + keys.size() + args.size();
-  constexpr std::size_t kOnStack = 16;
-  const char* argv_on_stack[kOnStack];
-  std::size_t lengths_on_stack[kOnStack];
-  std::vector<const char*> argv_on_heap;
-  std::vector<std::size_t> lengths_on_heap;
-  const char** argv = argv_on_stack;
-  std::size_t* lengths = lengths_on_stack;
-  if (count > kOnStack) {
-    argv_on_heap.resize(count);
-    lengths_on_heap.resize(count);
-    argv = argv_on_heap.data();
-    lengths = lengths_on_heap.data();
-  }
-  std::size_t at = 0;
-  const auto put = [&](std::string_view argument) {
-    argv[at] = argument.data();
-    lengths[at] = argument.size();
-    ++at;
-  };
-  put("EVALSHA");
-  put(script.sha1());
-  put(numkeys.view());
+  codec::Arguments arguments(3 + keys.size() + args.size());
+  arguments.add("EVALSHA");
+  arguments.add(script.sha1());
+  arguments.add(numkeys.view());
   for (std::string_view key : keys)
-    put(key);
+    arguments.add(key);
   for (std::string_view arg : args)
-    put(arg);
-  const codec::FormattedCommand formatted = codec::format(count, argv, lengths);
-  Request request;
-  request.bytes_ = {formatted.bytes, detail::FreeRequestBytes{&codec::free_formatted}};
-  request.size_ = formatted.size;
+    arguments.add(arg);
+  Request request = from_formatted(arguments.format());
   request.script_ = &script;
   // The keys are arguments 3 and on: their slots are computed if a cluster asks.
   request.keys_ = Keys::none;

@@ -15,6 +15,10 @@
 
 namespace leasehold {
 
+namespace codec {
+struct FormattedCommand;  // src/codec.hpp
+}
+
 // A Lua script, identified by the SHA-1 of its body as Redis computes it for EVALSHA.
 // Scripts are long-lived constants: a Request refers to its Script, which must outlive it.
 class Script {
@@ -122,6 +126,9 @@ class Request {
   Request eval_fallback() const;
 
  private:
+  // Takes over a command that hiredis formatted (its buffer is freed with the request).
+  static Request from_formatted(codec::FormattedCommand formatted) noexcept;
+
   std::unique_ptr<char, detail::FreeRequestBytes> bytes_;
   std::size_t size_ = 0;
   const Script* script_ = nullptr;  // for the EVAL fallback, which rereads the rest from bytes_
