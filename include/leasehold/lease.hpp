@@ -4,7 +4,6 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <ostream>
@@ -76,18 +75,6 @@ struct LeaseState {
         readers_key(std::move(readers_key)),
         kind(kind),
         id(id),
-        ttl(ttl),
-        deadline_ns(deadline.time_since_epoch().count()) {}
-  // A Lock's lease, from an acquire that has the id's digits already (id_digits ==
-  // id.hex_digits()); the key is copied or moved from `key`, once.
-  template <class Key>
-  requires std::constructible_from<std::string, Key&&> LeaseState(
-      Key&& key, const LeaseId& id, const LeaseId::HexDigits& id_digits,
-      std::chrono::milliseconds ttl, Clock::time_point deadline)
-      : key(std::forward<Key>(key)),
-        kind(LeaseKind::lock),
-        id(id),
-        id_digits(id_digits),
         ttl(ttl),
         deadline_ns(deadline.time_since_epoch().count()) {}
 

@@ -366,8 +366,9 @@ class TryLock {
     const Clock::time_point deadline = lease_deadline(timing.sent, self.ttl_);
     if (timing.received >= deadline)
       return detail::granted_too_late<result_type>();
+    // The key is copied (const Self) or moved (an rvalue Self) into the lease state.
     auto state = std::make_shared<detail::LeaseState>(std::forward<Self>(self).key_, self.id_,
-                                                      self.id_digits_, self.ttl_, deadline);
+                                                      self.ttl_, deadline);
     state->fence = fence;
     return result_type{detail::TokenAccess::make<LockToken<L>>(std::move(state))};
   }
