@@ -337,12 +337,10 @@ class Client {
   auto async_connect(Token&& token) {
     return asio::async_initiate<Token, void(std::error_code)>(
         [this](auto handler) {
-          auto work = tracked_executor(handler);
-          when_connected(
-              [handler = std::move(handler), work](std::error_code ec, std::string) mutable {
-                asio::dispatch(
-                    work, [handler = std::move(handler), ec]() mutable { std::move(handler)(ec); });
-              });
+          when_connected([work = completion_executor(handler), handler = std::move(handler)](
+                             std::error_code ec, std::string) mutable {
+            work.complete(std::move(handler), ec);
+          });
         },
         token);
   }
@@ -451,12 +449,6 @@ class Client {
   auto completion_executor(const Handler& handler) const {
     using Executor = asio::associated_executor_t<Handler, asio::strand<asio::any_io_executor>>;
     return detail::CompletionExecutor<Executor>(asio::get_associated_executor(handler, strand()));
-  }
-
-  template <class Handler>
-  auto tracked_executor(const Handler& handler) const {
-    return asio::prefer(asio::get_associated_executor(handler, strand()),
-                        asio::execution::outstanding_work.tracked);
   }
 
   template <Query Q>
