@@ -37,8 +37,37 @@ ClientOptions validated(ClientOptions options) {
   return options;
 }
 
-std::shared_ptr<detail::Transport> make_transport(asio::any_io_executor executor, RedisUrl url,
-                                                  ClientOptions options) {
+// The io_context of a caller's executor: an io_context's executor (with any of its properties
+// required or preferred), or a strand of one. Null for anything else.
+template <unsigned int... Bits>
+asio::io_context* io_context_of(const asio::any_io_executor& executor,
+                                std::integer_sequence<unsigned int, Bits...>) {
+  asio::io_context* found = nullptr;
+  auto try_type = [&]<class E>(std::type_identity<E>) {
+    if (found != nullptr)
+      return;
+    if (const E* io = detail::executor_target<E>(executor))
+      found = &io->context();
+    else if (const auto* strand = detail::executor_target<asio::strand<E>>(executor))
+      found = &strand->get_inner_executor().context();
+  };
+  (try_type(
+       std::type_identity<asio::io_context::basic_executor_type<std::allocator<void>, Bits>>{}),
+   ...);
+  return found;
+}
+
+asio::io_context::executor_type io_executor_of(const asio::any_io_executor& executor) {
+  asio::io_context* io = io_context_of(executor, std::make_integer_sequence<unsigned int, 8>{});
+  if (io == nullptr)
+    throw Error(make_error_code(errc::invalid_argument),
+                "a leasehold::Client runs on an asio::io_context: pass the executor of one "
+                "(io.get_executor()) or of a strand of one");
+  return io->get_executor();
+}
+
+std::shared_ptr<detail::Transport> make_transport(asio::io_context::executor_type executor,
+                                                  RedisUrl url, ClientOptions options) {
   const TlsOptions& tls_options = options.tls;
   const bool tls_configured = !tls_options.ca_file.empty() || !tls_options.cert_file.empty() ||
                               !tls_options.key_file.empty() || !tls_options.server_name.empty();
@@ -90,7 +119,7 @@ Client::Client(RedisUrl url, ClientOptions options) : owned_(std::make_unique<Ow
 }
 
 Client::Client(asio::any_io_executor executor, std::string_view url, ClientOptions options)
-    : core_(make_transport(std::move(executor), RedisUrl::parse(url),
+    : core_(make_transport(io_executor_of(executor), RedisUrl::parse(url),
                            validated(std::move(options)))) {}
 
 Client::~Client() {
@@ -138,7 +167,7 @@ asio::any_io_executor Client::get_executor() const noexcept {
   return core_->strand();
 }
 
-const asio::strand<asio::any_io_executor>& Client::strand() const noexcept {
+const detail::ConnectionStrand& Client::strand() const noexcept {
   return core_->strand();
 }
 
@@ -205,14 +234,8 @@ std::error_code io_thread_error(const detail::Transport& core, const void* owned
   // A coroutine or handler of the io_context that runs the connection (outside its strand),
   // given an io_context's executor or a strand of one. (target() points into the executor it is
   // called on: keep that executor alive while using it.)
-  const asio::any_io_executor inner = core.strand().get_inner_executor();
-  using IoExecutor = asio::io_context::executor_type;
-  if (const auto* io = inner.target<IoExecutor>())
-    if (io->running_in_this_thread())
-      return make_error_code(errc::called_from_io_thread);
-  if (const auto* strand = inner.target<asio::strand<IoExecutor>>())
-    if (strand->get_inner_executor().running_in_this_thread())
-      return make_error_code(errc::called_from_io_thread);
+  if (core.strand().get_inner_executor().running_in_this_thread())
+    return make_error_code(errc::called_from_io_thread);
   if (owned_thread != nullptr &&
       static_cast<const std::thread*>(owned_thread)->get_id() == std::this_thread::get_id())
     return make_error_code(errc::called_from_io_thread);

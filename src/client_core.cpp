@@ -253,7 +253,7 @@ void complete_later(std::shared_ptr<Transport> transport, std::unique_ptr<Operat
   });
 }
 
-ClientCore::ClientCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options,
+ClientCore::ClientCore(asio::io_context::executor_type executor, RedisUrl url, ClientOptions options,
                        TlsContext tls)
     : ClientCore(asio::make_strand(std::move(executor)), std::move(url), std::move(options),
                  std::move(tls)) {}

@@ -42,7 +42,7 @@ namespace leasehold::detail {
 
 class ClientCore final : public Transport, public std::enable_shared_from_this<ClientCore> {
  public:
-  using Strand = asio::strand<asio::any_io_executor>;
+  using Strand = ConnectionStrand;
   // The loops and the I/O objects are typed on the strand itself rather than on any_io_executor:
   // asio then hands each completion to the strand without first wrapping the strand in a new
   // type-erased executor (a heap allocation or two per completion).
@@ -54,7 +54,7 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   using TlsContext = std::shared_ptr<asio::ssl::context>;
 
   // `tls` (from make_tls_context) for a rediss:// URL, null otherwise.
-  ClientCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options,
+  ClientCore(asio::io_context::executor_type executor, RedisUrl url, ClientOptions options,
              TlsContext tls = nullptr);
   // On a given strand: a cluster runs all its connections on its own strand.
   ClientCore(Strand strand, RedisUrl url, ClientOptions options, TlsContext tls = nullptr);

@@ -81,7 +81,7 @@ class ClusterCore::RouterOperation final : public Operation {
   Done done_;
 };
 
-ClusterCore::ClusterCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options,
+ClusterCore::ClusterCore(asio::io_context::executor_type executor, RedisUrl url, ClientOptions options,
                          ClientCore::TlsContext tls)
     : url_(std::move(url)),
       options_(std::move(options)),

@@ -28,7 +28,7 @@ class ClusterCore final : public Transport, public std::enable_shared_from_this<
  public:
   // `tls` (from make_tls_context) for a rediss-cluster:// URL, null otherwise; every node's
   // connection uses it.
-  ClusterCore(asio::any_io_executor executor, RedisUrl url, ClientOptions options,
+  ClusterCore(asio::io_context::executor_type executor, RedisUrl url, ClientOptions options,
               ClientCore::TlsContext tls = nullptr);
 
   void start();
@@ -40,7 +40,7 @@ class ClusterCore final : public Transport, public std::enable_shared_from_this<
   Clock::time_point now() const noexcept override { return Clock::now(); }
   const RedisUrl& url() const noexcept override { return url_; }
   const ClientOptions& options() const noexcept override { return options_; }
-  const asio::strand<asio::any_io_executor>& strand() const noexcept override { return strand_; }
+  const ConnectionStrand& strand() const noexcept override { return strand_; }
 
  private:
   struct Node {
@@ -84,7 +84,7 @@ class ClusterCore final : public Transport, public std::enable_shared_from_this<
   const RedisUrl url_;
   const ClientOptions options_;
   const ClientCore::TlsContext tls_;
-  asio::strand<asio::any_io_executor> strand_;
+  ConnectionStrand strand_;
 
   std::map<std::string, Node> nodes_;  // by address; masters, and seeds being asked
   std::vector<Node*> slot_owner_;      // 16384 entries; nullptr: not known

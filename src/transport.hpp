@@ -25,7 +25,7 @@ class Transport {
   virtual const RedisUrl& url() const noexcept = 0;
   virtual const ClientOptions& options() const noexcept = 0;
   // Where the transport's state lives.
-  virtual const asio::strand<asio::any_io_executor>& strand() const noexcept = 0;
+  virtual const ConnectionStrand& strand() const noexcept = 0;
 };
 
 // The error with which a retired connection hands back the calls it never sent, and those in

@@ -33,6 +33,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -87,6 +88,10 @@ struct ClientOptions {
 namespace detail {
 
 class Transport;
+
+// The strand a connection's state lives on: typed on its io_context's executor, so that Asio
+// hands each completion to it without a type-erased copy of its executor.
+using ConnectionStrand = asio::strand<asio::io_context::executor_type>;
 
 // One call handed to the connection: its requests, the replies they get and what to do with
 // them, all in one allocation. The connection owns it from submit() until it calls complete(),
@@ -151,6 +156,13 @@ class CompletionExecutor {
       tracked_;
 };
 
+// The executor that `executor` holds if it is a T, else null. (Asio 1.22's
+// any_io_executor::target<T>() casts to T without checking that the executor is one.)
+template <class T>
+const T* executor_target(const asio::any_io_executor& executor) noexcept {
+  return executor.target_type() == typeid(T) ? executor.target<T>() : nullptr;
+}
+
 // The usual handler is a coroutine's on an io_context: an any_io_executor that holds the
 // io_context's executor. That executor is kept as itself, tracked (no type-erased copies of
 // it), and a handler whose io_context runs in this thread is called at once, as dispatch would.
@@ -181,10 +193,10 @@ class CompletionExecutor<asio::any_io_executor> {
   static std::variant<TrackedIo, asio::any_io_executor> track(
       const asio::any_io_executor& executor) {
     using Tracked = std::variant<TrackedIo, asio::any_io_executor>;
-    if (const Io* io = executor.target<Io>())
+    if (const Io* io = executor_target<Io>(executor))
       return Tracked(std::in_place_index<0>,
                      asio::prefer(*io, asio::execution::outstanding_work.tracked));
-    if (const TrackedIo* io = executor.target<TrackedIo>())
+    if (const TrackedIo* io = executor_target<TrackedIo>(executor))
       return Tracked(std::in_place_index<0>, *io);
     return Tracked(std::in_place_index<1>,
                    asio::prefer(executor, asio::execution::outstanding_work.tracked));
@@ -316,7 +328,8 @@ class Client {
   explicit Client(std::string_view url, ClientOptions options = {});
   explicit Client(RedisUrl url, ClientOptions options = {});
   // A client on the caller's executor, which the caller runs (async use; the sync calls work from
-  // other threads while it runs).
+  // other threads while it runs): an io_context's executor or a strand of one (any other is an
+  // Error, errc::invalid_argument). The connection runs on its own strand of that io_context.
   Client(asio::any_io_executor executor, std::string_view url, ClientOptions options = {});
   ~Client();  // close()s, never throws
 
@@ -439,7 +452,7 @@ class Client {
   // The connection's strand, by reference: the default executor for handlers that have none.
   // (get_executor() would cost an allocation per call: a strand does not fit in an
   // any_io_executor's small-object buffer.)
-  const asio::strand<asio::any_io_executor>& strand() const noexcept;
+  const detail::ConnectionStrand& strand() const noexcept;
   std::pair<std::error_code, std::string> wait_connected();
   void release() noexcept;
 
@@ -447,7 +460,7 @@ class Client {
   // the handler runs.
   template <class Handler>
   auto completion_executor(const Handler& handler) const {
-    using Executor = asio::associated_executor_t<Handler, asio::strand<asio::any_io_executor>>;
+    using Executor = asio::associated_executor_t<Handler, detail::ConnectionStrand>;
     return detail::CompletionExecutor<Executor>(asio::get_associated_executor(handler, strand()));
   }
 

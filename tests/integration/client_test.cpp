@@ -3,6 +3,8 @@
 
 #include <asio/co_spawn.hpp>
 #include <asio/io_context.hpp>
+#include <asio/strand.hpp>
+#include <asio/thread_pool.hpp>
 #include <asio/use_awaitable.hpp>
 #include <atomic>
 #include <future>
@@ -279,6 +281,69 @@ TEST_F(ClientTest, ABlockingCallFromTheIoThreadIsAnErrorNotADeadlock) {
   io.run_for(5s);
   EXPECT_TRUE(io.stopped());
   EXPECT_EQ(seen, errc::called_from_io_thread);
+}
+
+TEST_F(ClientTest, AStrandOfAnIoContextServesAsTheExecutorAndItsThreadIsTheIoThread) {
+  asio::io_context io;
+  Client client(asio::make_strand(io), server_->unix_url());
+  const Command ping{"PING"};  // (g++ 12 cannot initialise a Command inside the coroutine)
+  std::error_code blocking;
+  Reply pong;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        pong = co_await client.async_process(ping, asio::use_awaitable);
+        client.process(ping, blocking);
+        client.close();
+      },
+      [](std::exception_ptr e) {
+        if (e)
+          std::rethrow_exception(e);
+      });
+  io.run_for(5s);
+  EXPECT_TRUE(io.stopped());
+  EXPECT_EQ(pong.str, "PONG");
+  EXPECT_EQ(blocking, errc::called_from_io_thread);
+}
+
+// A coroutine's any_io_executor may hold something else than an io_context's executor: the call
+// must complete on that executor (here a strand), not on one it was mistaken for.
+TEST_F(ClientTest, ACoroutineOnAStrandResumesOnItsStrand) {
+  asio::io_context io;
+  Client client(io.get_executor(), server_->unix_url());
+  const auto strand = asio::make_strand(io);
+  const Command ping{"PING"};
+  int resumed_on_strand = 0;
+  asio::co_spawn(
+      strand,
+      [&]() -> asio::awaitable<void> {
+        for (int i = 0; i < 3; ++i) {
+          const Reply pong = co_await client.async_process(ping, asio::use_awaitable);
+          if (pong.str == "PONG" && strand.running_in_this_thread())
+            ++resumed_on_strand;
+        }
+        client.close();
+      },
+      [](std::exception_ptr e) {
+        if (e)
+          std::rethrow_exception(e);
+      });
+  std::thread second([&io] { io.run_for(5s); });
+  io.run_for(5s);
+  second.join();
+  EXPECT_EQ(resumed_on_strand, 3);
+}
+
+TEST_F(ClientTest, AnExecutorOfNoIoContextIsRefusedAtConstruction) {
+  asio::thread_pool pool(1);
+  try {
+    Client client(pool.get_executor(), server_->unix_url());
+    FAIL() << "constructed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("io_context"), std::string::npos) << e.what();
+  }
+  pool.join();
 }
 
 TEST_F(ClientTest, AClientDestroyedByOneOfItsOwnHandlersShutsDownCleanly) {
