@@ -30,10 +30,10 @@ std::string as_string(FormattedCommand command) {
 }  // namespace
 
 FormattedCommand format(std::size_t count, const char* const* argv, const std::size_t* lengths) {
-  char* out = nullptr;
+  sds out = nullptr;
   // hiredis' prototype takes `const char**`; it only reads the array.
-  const int length = redisFormatCommandArgv(&out, static_cast<int>(count),
-                                            const_cast<const char**>(argv), lengths);
+  const int length = redisFormatSdsCommandArgv(&out, static_cast<int>(count),
+                                               const_cast<const char**>(argv), lengths);
   if (length < 0 || out == nullptr)
     throw std::bad_alloc();
   return {out, static_cast<std::size_t>(length)};
@@ -48,7 +48,7 @@ FormattedCommand format(std::span<const std::string> args) {
 }
 
 void free_formatted(char* bytes) noexcept {
-  redisFreeCommand(bytes);
+  redisFreeSdsCommand(bytes);
 }
 
 std::string format_command(std::span<const std::string_view> args) {
