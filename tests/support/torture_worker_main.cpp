@@ -172,11 +172,13 @@ int run_with_lock(const Options& options) {
   lock_options.retry_delay = ms(options.number("retry-ms", 2));
   lock_options.retry_jitter = 0.5;
 
-  auto thread_main = [&](unsigned seed) {
+  // A thread's first name is given (`first-name` + its index, round the list), so that a run's
+  // threads start spread over every name; the later ones are random.
+  auto thread_main = [&](unsigned seed, std::size_t first) {
     std::mt19937 random(seed);
     std::uniform_int_distribution<std::size_t> pick(0, names.size() - 1);
-    while (monotonic_ns() < end) {
-      const std::string& name = names[pick(random)];
+    for (bool first_pick = true; monotonic_ns() < end; first_pick = false) {
+      const std::string& name = names[first_pick ? first % names.size() : pick(random)];
       const std::string counter = prefix + ":counter:" + name;
       std::atomic<std::int64_t> lost_at{0};
       // The section's lease is granted between this call and its cs_begin (with_lock retries
@@ -215,8 +217,10 @@ int run_with_lock(const Options& options) {
   };
   std::vector<std::thread> threads;
   const int count = static_cast<int>(options.number("threads", 1));
+  const auto first_name = static_cast<std::size_t>(options.number("first-name", 0));
   for (int t = 0; t < count; ++t)
-    threads.emplace_back(thread_main, static_cast<unsigned>(::getpid() * 100 + t));
+    threads.emplace_back(thread_main, static_cast<unsigned>(::getpid() * 100 + t),
+                         first_name + static_cast<std::size_t>(t));
   for (auto& thread : threads)
     thread.join();
   return 0;

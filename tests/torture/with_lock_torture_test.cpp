@@ -38,7 +38,9 @@ void run(const WithLockScenario& scenario) {
                                       {"duration-ms", std::to_string(scenario.duration.count())},
                                       {"ttl-ms", std::to_string(scenario.ttl.count())},
                                       {"hold-us", std::to_string(scenario.hold.count())},
-                                      {"retry-ms", std::to_string(scenario.retry.count())}}));
+                                      {"retry-ms", std::to_string(scenario.retry.count())},
+                                      // every name is some thread's first: each gets locked
+                                      {"first-name", std::to_string(p * scenario.threads)}}));
   }
   for (auto& worker : workers) {
     ASSERT_TRUE(worker.wait(scenario.duration + 120s)) << "a worker did not finish";
