@@ -253,8 +253,8 @@ void complete_later(std::shared_ptr<Transport> transport, std::unique_ptr<Operat
   });
 }
 
-ClientCore::ClientCore(asio::io_context::executor_type executor, RedisUrl url, ClientOptions options,
-                       TlsContext tls)
+ClientCore::ClientCore(asio::io_context::executor_type executor, RedisUrl url,
+                       ClientOptions options, TlsContext tls)
     : ClientCore(asio::make_strand(std::move(executor)), std::move(url), std::move(options),
                  std::move(tls)) {}
 
@@ -267,6 +267,7 @@ ClientCore::ClientCore(Strand strand, RedisUrl url, ClientOptions options, TlsCo
       writer_wakeup_(strand_),
       expiry_timer_(strand_, Clock::time_point::max()),
       backoff_timer_(strand_),
+      read_chain_end_(strand_, Clock::time_point::max()),
       read_buffer_(kReadChunk),
       jitter_(std::random_device{}()) {}
 
@@ -724,48 +725,95 @@ ClientCore::Awaitable<ClientCore::Failure> ClientCore::handshake() {
 }
 
 ClientCore::Awaitable<void> ClientCore::read_loop(Failure& failure) {
+  if (!tls_) {
+    read_chain_ended_ = false;
+    read_chain_end_.expires_at(Clock::time_point::max());
+    start_read();
+    // Until the chain ends, or the write loop does (then run() closes the socket, and the read
+    // in progress completes into a chain that is no longer current).
+    std::error_code ignored;
+    if (!read_chain_ended_)
+      co_await read_chain_end_.async_wait(asio::redirect_error(use_awaitable, ignored));
+    ++connection_;
+    failure = std::move(read_chain_failure_);
+    read_chain_failure_ = {};
+    co_return;
+  }
+  // TLS: an SSL stream's reads are composed operations; a coroutine reads them.
   for (;;) {
     std::error_code ec;
-    const std::size_t n =
-        tls_ ? co_await tls_->async_read_some(asio::buffer(read_buffer_),
-                                              asio::redirect_error(use_awaitable, ec))
-             : co_await socket_.async_read_some(asio::buffer(read_buffer_),
-                                                asio::redirect_error(use_awaitable, ec));
+    const std::size_t n = co_await tls_->async_read_some(asio::buffer(read_buffer_),
+                                                         asio::redirect_error(use_awaitable, ec));
     if (ec) {
-      failure = {make_error_code(errc::connection_lost),
-                 "the connection to Redis at " + url_.address() + " was lost (" +
-                     (ec == asio::error::eof ? std::string("closed by the server") : ec.message()) +
-                     ") with the call in flight; it may or may not have run"};
+      failure = lost_while_reading(ec);
       co_return;
     }
-    read_time_ = Clock::now();
-    reader_->feed(read_buffer_.data(), n);
-    // The replies resume callers, whose next calls queue in waiting_. Every kWriteChunk replies
-    // they are sent: the server works on those while this loop parses the rest, instead of the
-    // two taking turns on whole reads (a read can hold hundreds of replies).
-    delivering_ = true;
-    std::size_t delivered = 0;
-    for (;;) {
-      Reply* reply = reader_->next(ec);
-      if (ec || (reply && in_flight_.empty())) {
-        delivering_ = false;
-        failure = {
-            make_error_code(errc::protocol_error),
-            ec ? "Redis at " + url_.address() + " sent a malformed reply: " + reader_->error_text()
-               : "Redis at " + url_.address() + " sent a reply nobody asked for"};
-        co_return;
-      }
-      if (!reply)
-        break;
-      deliver(std::move(*reply));
-      if (++delivered == kWriteChunk) {
-        delivered = 0;
-        send_waiting();
-      }
-    }
-    delivering_ = false;
-    send_waiting();
+    if (!handle_read(n, failure))
+      co_return;
   }
+}
+
+void ClientCore::start_read() {
+  // No associated executor: the handler runs on the socket's, the strand.
+  socket_.async_read_some(
+      asio::buffer(read_buffer_),
+      [self = shared_from_this(), connection = connection_](std::error_code ec, std::size_t n) {
+        self->on_read(ec, n, connection);
+      });
+}
+
+void ClientCore::on_read(std::error_code ec, std::size_t size, std::uint64_t connection) {
+  if (connection != connection_)
+    return;  // read_loop has ended; so has this connection
+  Failure failure;
+  if (ec)
+    failure = lost_while_reading(ec);
+  else if (handle_read(size, failure)) {
+    start_read();
+    return;
+  }
+  read_chain_failure_ = std::move(failure);
+  read_chain_ended_ = true;
+  read_chain_end_.cancel();
+}
+
+ClientCore::Failure ClientCore::lost_while_reading(std::error_code ec) const {
+  return {make_error_code(errc::connection_lost),
+          "the connection to Redis at " + url_.address() + " was lost (" +
+              (ec == asio::error::eof ? std::string("closed by the server") : ec.message()) +
+              ") with the call in flight; it may or may not have run"};
+}
+
+bool ClientCore::handle_read(std::size_t size, Failure& failure) {
+  read_time_ = Clock::now();
+  reader_->feed(read_buffer_.data(), size);
+  // The replies resume callers, whose next calls queue in waiting_. Every kWriteChunk replies
+  // they are sent: the server works on those while this loop parses the rest, instead of the
+  // two taking turns on whole reads (a read can hold hundreds of replies).
+  delivering_ = true;
+  std::size_t delivered = 0;
+  for (;;) {
+    std::error_code ec;
+    Reply* reply = reader_->next(ec);
+    if (ec || (reply && in_flight_.empty())) {
+      delivering_ = false;
+      failure = {
+          make_error_code(errc::protocol_error),
+          ec ? "Redis at " + url_.address() + " sent a malformed reply: " + reader_->error_text()
+             : "Redis at " + url_.address() + " sent a reply nobody asked for"};
+      return false;
+    }
+    if (!reply)
+      break;
+    deliver(std::move(*reply));
+    if (++delivered == kWriteChunk) {
+      delivered = 0;
+      send_waiting();
+    }
+  }
+  delivering_ = false;
+  send_waiting();
+  return true;
 }
 
 ClientCore::Awaitable<void> ClientCore::write_loop(Failure& failure) {
