@@ -231,9 +231,7 @@ namespace {
 std::error_code io_thread_error(const detail::Transport& core, const void* owned_thread) {
   if (core.strand().running_in_this_thread())
     return make_error_code(errc::called_from_io_thread);
-  // A coroutine or handler of the io_context that runs the connection (outside its strand),
-  // given an io_context's executor or a strand of one. (target() points into the executor it is
-  // called on: keep that executor alive while using it.)
+  // A coroutine or handler of the io_context that runs the connection (outside its strand).
   if (core.strand().get_inner_executor().running_in_this_thread())
     return make_error_code(errc::called_from_io_thread);
   if (owned_thread != nullptr &&

@@ -734,7 +734,7 @@ ClientCore::Awaitable<void> ClientCore::read_loop(Failure& failure) {
     std::error_code ignored;
     if (!read_chain_ended_)
       co_await read_chain_end_.async_wait(asio::redirect_error(use_awaitable, ignored));
-    ++connection_;
+    ++read_chain_;
     failure = std::move(read_chain_failure_);
     read_chain_failure_ = {};
     co_return;
@@ -755,15 +755,13 @@ ClientCore::Awaitable<void> ClientCore::read_loop(Failure& failure) {
 
 void ClientCore::start_read() {
   // No associated executor: the handler runs on the socket's, the strand.
-  socket_.async_read_some(
-      asio::buffer(read_buffer_),
-      [self = shared_from_this(), connection = connection_](std::error_code ec, std::size_t n) {
-        self->on_read(ec, n, connection);
-      });
+  socket_.async_read_some(asio::buffer(read_buffer_),
+                          [self = shared_from_this(), chain = read_chain_](
+                              std::error_code ec, std::size_t n) { self->on_read(ec, n, chain); });
 }
 
-void ClientCore::on_read(std::error_code ec, std::size_t size, std::uint64_t connection) {
-  if (connection != connection_)
+void ClientCore::on_read(std::error_code ec, std::size_t size, std::uint64_t chain) {
+  if (chain != read_chain_)
     return;  // read_loop has ended; so has this connection
   Failure failure;
   if (ec)

@@ -97,7 +97,7 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   // Plain sockets read through a chain of handlers (read_loop waits for its end): a coroutine
   // resumption per read costs about as much as all the rest of handing a reply out.
   void start_read();
-  void on_read(std::error_code ec, std::size_t size, std::uint64_t connection);
+  void on_read(std::error_code ec, std::size_t size, std::uint64_t chain);
   // Hands out the replies in the `size` bytes just read; false (and `failure`) when the stream is
   // broken.
   bool handle_read(std::size_t size, Failure& failure);
@@ -131,7 +131,7 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   Timer read_chain_end_;  // read_loop waits on it while the handlers read
   bool read_chain_ended_ = false;
   Failure read_chain_failure_;
-  std::uint64_t connection_ = 0;  // counts read chains: a handler of an earlier one does nothing
+  std::uint64_t read_chain_ = 0;  // counts read chains: a handler of an earlier one does nothing
   std::unique_ptr<codec::ReplyReader> reader_;
   std::vector<char> read_buffer_;
   // Bytes of calls in in_flight_ that the socket has not taken yet: while it holds any, the
