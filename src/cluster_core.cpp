@@ -81,8 +81,8 @@ class ClusterCore::RouterOperation final : public Operation {
   Done done_;
 };
 
-ClusterCore::ClusterCore(asio::io_context::executor_type executor, RedisUrl url, ClientOptions options,
-                         ClientCore::TlsContext tls)
+ClusterCore::ClusterCore(asio::io_context::executor_type executor, RedisUrl url,
+                         ClientOptions options, ClientCore::TlsContext tls)
     : url_(std::move(url)),
       options_(std::move(options)),
       tls_(std::move(tls)),
