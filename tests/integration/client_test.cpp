@@ -14,6 +14,7 @@
 #include "eventually.hpp"
 #include "leasehold/client.hpp"
 #include "redis_server.hpp"
+#include "rethrow.hpp"
 #include "shared_server.hpp"
 
 namespace leasehold {
@@ -128,10 +129,7 @@ TEST_F(ClientTest, AThousandCoroutinesShareOneConnection) {
           if (++finished == kCoroutines)
             client.close();  // lets io.run() return
         },
-        [](std::exception_ptr e) {
-          if (e)
-            std::rethrow_exception(e);
-        });
+        testing::rethrow_failure);
   }
   io.run_for(60s);
   EXPECT_TRUE(io.stopped());
@@ -274,10 +272,7 @@ TEST_F(ClientTest, ABlockingCallFromTheIoThreadIsAnErrorNotADeadlock) {
         client.close();
         co_return;
       },
-      [](std::exception_ptr e) {
-        if (e)
-          std::rethrow_exception(e);
-      });
+      testing::rethrow_failure);
   io.run_for(5s);
   EXPECT_TRUE(io.stopped());
   EXPECT_EQ(seen, errc::called_from_io_thread);
@@ -296,10 +291,7 @@ TEST_F(ClientTest, AStrandOfAnIoContextServesAsTheExecutorAndItsThreadIsTheIoThr
         client.process(ping, blocking);
         client.close();
       },
-      [](std::exception_ptr e) {
-        if (e)
-          std::rethrow_exception(e);
-      });
+      testing::rethrow_failure);
   io.run_for(5s);
   EXPECT_TRUE(io.stopped());
   EXPECT_EQ(pong.str, "PONG");
@@ -324,10 +316,7 @@ TEST_F(ClientTest, ACoroutineOnAStrandResumesOnItsStrand) {
         }
         client.close();
       },
-      [](std::exception_ptr e) {
-        if (e)
-          std::rethrow_exception(e);
-      });
+      testing::rethrow_failure);
   std::thread second([&io] { io.run_for(5s); });
   io.run_for(5s);
   second.join();

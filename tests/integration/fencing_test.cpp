@@ -9,6 +9,7 @@
 
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
+#include "rethrow.hpp"
 #include "shared_server.hpp"
 
 namespace leasehold {
@@ -213,10 +214,7 @@ TEST_F(FencingTest, AsyncWithLockGivesTheFenceThroughItsContext) {
                                           co_return;
                                         });
       },
-      [](std::exception_ptr error) {
-        if (error)
-          std::rethrow_exception(error);
-      });
+      testing::rethrow_failure);
   io.run();
   EXPECT_EQ(seen, 1u);
 }

@@ -13,6 +13,7 @@
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
+#include "rethrow.hpp"
 #include "shared_server.hpp"
 
 namespace leasehold {
@@ -266,10 +267,7 @@ TEST_F(LockTest, AsyncAcquireAndReleaseFromCoroutines) {
           if (++done == 50)
             redis.close();
         },
-        [](std::exception_ptr e) {
-          if (e)
-            std::rethrow_exception(e);
-        });
+        testing::rethrow_failure);
   }
   io.run_for(30s);
   EXPECT_EQ(granted, 1);
@@ -370,10 +368,7 @@ TEST_F(LockTest, AsyncWhileHeldCancelsTheWorkWhenTheLeaseIsLost) {
         outcome = co_await async_while_held(redis, *token, work());
         redis.close();
       },
-      [](std::exception_ptr e) {
-        if (e)
-          std::rethrow_exception(e);
-      });
+      testing::rethrow_failure);
   const auto start = Clock::now();
   io.run_for(20s);
   ASSERT_TRUE(outcome.has_value());
@@ -403,10 +398,7 @@ TEST_F(LockTest, AsyncWhileHeldReturnsTheWorksResultWhenHeld) {
         co_await redis.async_process(token->release(), asio::use_awaitable);
         redis.close();
       },
-      [](std::exception_ptr e) {
-        if (e)
-          std::rethrow_exception(e);
-      });
+      testing::rethrow_failure);
   io.run_for(20s);
   ASSERT_TRUE(outcome.has_value());
   ASSERT_TRUE(*outcome) << outcome->loss_cause().message();

@@ -16,6 +16,7 @@
 #include "leasehold/client.hpp"
 #include "leasehold/lock.hpp"
 #include "redis_server.hpp"
+#include "rethrow.hpp"
 #include "test_certificates.hpp"
 
 namespace leasehold {
@@ -130,10 +131,7 @@ TEST(Tls, PipelinedCallsFromThreadsAndCoroutinesGetTheirOwnReplies) {
               ++mismatches;
           }
         },
-        [](std::exception_ptr e) {
-          if (e)
-            std::rethrow_exception(e);
-        });
+        testing::rethrow_failure);
   }
   io.run();
   for (auto& thread : threads)

@@ -21,6 +21,7 @@
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
+#include "rethrow.hpp"
 #include "shared_server.hpp"
 
 extern char** environ;
@@ -267,10 +268,7 @@ TEST_F(WithLockTest, TheAsyncFormThrowsLockLostAtOnceWithoutWaitingForTheCallbac
           lost_cause = e.cause();
         }
       },
-      [](std::exception_ptr e) {
-        if (e)
-          std::rethrow_exception(e);
-      });
+      testing::rethrow_failure);
   io.run_for(1s);  // long enough for the loss, well short of the callback's 2 s
   ASSERT_TRUE(thrown_after.has_value());
   EXPECT_LT(*thrown_after, 100ms + 150ms);
@@ -350,10 +348,7 @@ TEST_F(WithLockTest, AsyncReentrancyFollowsTheContextNotTheThread) {
         if (++done == 2)
           redis.close();
       },
-      [](std::exception_ptr e) {
-        if (e)
-          std::rethrow_exception(e);
-      });
+      testing::rethrow_failure);
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
@@ -370,10 +365,7 @@ TEST_F(WithLockTest, AsyncReentrancyFollowsTheContextNotTheThread) {
         if (++done == 2)
           redis.close();
       },
-      [](std::exception_ptr e) {
-        if (e)
-          std::rethrow_exception(e);
-      });
+      testing::rethrow_failure);
   io.run_for(10s);
   EXPECT_TRUE(io.stopped());
   EXPECT_TRUE(nested_ran);
@@ -577,10 +569,7 @@ TEST_F(WithLockTest, AsyncCallsOnAMultiThreadedIoContextEndOnceAndRaceFree) {
             ++lost;
           }
         },
-        [](std::exception_ptr e) {
-          if (e)
-            std::rethrow_exception(e);
-        });
+        testing::rethrow_failure);
   }
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
@@ -669,10 +658,7 @@ TEST_F(WithLockTest, AsyncResultsAndExceptionsPassThrough) {
         }
         redis.close();
       },
-      [](std::exception_ptr e) {
-        if (e)
-          std::rethrow_exception(e);
-      });
+      testing::rethrow_failure);
   io.run_for(10s);
   EXPECT_EQ(result, "async result");
   EXPECT_EQ(error, "async failure");
