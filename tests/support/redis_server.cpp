@@ -15,6 +15,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <thread>
 
@@ -92,10 +94,29 @@ RedisServer::RedisServer(Options options) : options_(std::move(options)) {
   // A cluster node also listens on port + 10000 (its bus): keep that in range.
   const bool cluster = std::find(options_.extra_args.begin(), options_.extra_args.end(),
                                  "--cluster-enabled") != options_.extra_args.end();
-  do {
-    port_ = free_port();
-  } while (cluster && port_ > 55000);
-  launch();
+  // free_port()'s port (or a cluster node's bus port) can be taken by another process before the
+  // server binds it: a server that exits at start for that gets another port, a few times.
+  for (int attempt = 1;; ++attempt) {
+    do {
+      port_ = free_port();
+    } while (cluster && port_ > 55000);
+    try {
+      launch();
+      return;
+    } catch (const std::runtime_error&) {
+      if (attempt == 5 || !log_says_address_in_use())
+        throw;
+      std::error_code ignored;
+      std::filesystem::remove(dir_ + "/redis.log", ignored);
+      std::filesystem::remove(dir_ + "/nodes.conf", ignored);
+    }
+  }
+}
+
+bool RedisServer::log_says_address_in_use() const {
+  std::ifstream log(dir_ + "/redis.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  return text.find("Address already in use") != std::string::npos;
 }
 
 RedisServer::~RedisServer() {

@@ -46,6 +46,7 @@ class RedisServer {
 
  private:
   void launch();
+  bool log_says_address_in_use() const;  // its last start failed on a port another process took
   void wait_ready(std::chrono::milliseconds timeout);
 
   Options options_;
