@@ -1,5 +1,8 @@
 // leasehold run: a distributed flock(1). Runs COMMAND while holding the lease NAME.
 #include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <time.h>
 
 #include <unistd.h>
@@ -61,6 +64,16 @@ std::string describe_holder(Client& redis, const RwLock<std::string>& lock,
   } catch (const Error&) {
   }
   return "held";
+}
+
+enum class GroupState { gone, running, out_of_reach };
+
+// What is left of a process group: kill(-group, 0) finds a member (a zombie too), none (ESRCH),
+// or only members leasehold may not signal (EPERM).
+GroupState group_state(pid_t group) {
+  if (::kill(-group, 0) == 0)
+    return GroupState::running;
+  return errno == EPERM ? GroupState::out_of_reach : GroupState::gone;
 }
 
 }  // namespace
@@ -150,6 +163,12 @@ int run(const Globals& globals, const RunOptions& options) {
       {"LEASEHOLD_NAME", options.name}, {"LEASEHOLD_TOKEN", (*lease)->id.hex()}};
   if ((*lease)->fence != 0)
     environment.emplace_back("LEASEHOLD_FENCE", std::to_string((*lease)->fence));
+
+#ifdef PR_SET_CHILD_SUBREAPER
+  // On Linux leasehold adopts the orphans of the command (a child subreaper) and reaps them:
+  // a zombie still counts as a member of its group, and init may reap it late.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+#endif
   const Child child = spawn_child(options.command, environment);
   if (child.pid < 0) {
     release();
@@ -158,39 +177,75 @@ int run(const Globals& globals, const RunOptions& options) {
 
   const TerminalHandover terminal(child.pid);
   const sigset_t signals = forwarded_signals();
-  std::optional<Clock::time_point> terminated_at;
+  const pid_t group = child.pid;
+  std::optional<Clock::time_point> terminated_at;  // when the group got SIGTERM for a lost lease
+  bool ended_first = false;  // the command had ended on its own when the loss was acted on
   bool killed = false;
+  bool out_of_reach = false;
+  bool reaped = false;
   int status = 0;
   for (;;) {
-    const pid_t done = waitpid(child.pid, &status, WNOHANG);
-    if (done == child.pid)
+    for (int ended = 0;;) {
+      const pid_t pid = waitpid(-1, &ended, WNOHANG);
+      if (pid <= 0)
+        break;
+      if (pid == child.pid) {
+        status = ended;
+        reaped = true;
+      }
+    }
+    // The command ended with the lease held: what it left in the background is not waited for.
+    if (reaped && !lost && !terminated_at)
       break;
     if (lost && !terminated_at) {
-      // The lease is gone: stop everything the command started.
-      kill(-child.pid, SIGTERM);
+      // The lease is gone: stop everything the command started, even if the command has ended.
+      ended_first = reaped;
+      kill(-group, SIGTERM);
       terminated_at = Clock::now();
     }
-    if (terminated_at && !killed && Clock::now() - *terminated_at >= options.kill_after) {
-      kill(-child.pid, SIGKILL);
-      killed = true;
+    if (terminated_at) {
+      // Exit only when nothing of the group runs (a member leasehold may not signal, EPERM,
+      // cannot be stopped: after the SIGKILL it is given up on). While a member is left, the
+      // group's id is not reused, so signalling it reaches no one else.
+      if (reaped) {
+        const GroupState left = group_state(group);
+        if (left == GroupState::gone)
+          break;
+        if (left == GroupState::out_of_reach && killed) {
+          out_of_reach = true;
+          break;
+        }
+      }
+      if (!killed && Clock::now() - *terminated_at >= options.kill_after) {
+        kill(-group, SIGKILL);
+        killed = true;
+      }
     }
     timespec timeout{0, 20'000'000};
     const int signal = sigtimedwait(&signals, nullptr, &timeout);
     if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP)
-      kill(child.pid, signal);
+      kill(reaped ? -group : child.pid, signal);  // once the command has ended: what is left of it
   }
+  // A lost lease is given back only now: one lost because an extension came too late may still
+  // stand in Redis, and it then keeps others out while the group stops (releasing a lease that
+  // is no longer ours removes nothing).
   release();
   if (lost) {
     std::lock_guard guard(cause_mutex);
-    const std::string fate = killed ? "the command was killed"
-                             : terminated_at
-                                 ? "the command was terminated"
-                                 : "the command ended on its own (exit " +
-                                       std::to_string(exit_code_of(status)) + ") as it was noticed";
+    const std::string fate =
+        !terminated_at || ended_first
+            ? "the command ended on its own (exit " + std::to_string(exit_code_of(status)) +
+                  ") as it was noticed" + (killed ? "; what it left running was killed" : "")
+        : killed ? "the command was killed"
+                 : "the command was terminated";
     warn("lost the lease on '" + options.name + "' (" +
          (loss_cause ? "could not extend it: " + loss_cause.message()
                      : std::string("it expired or was taken over")) +
          "); " + fate);
+    if (out_of_reach)
+      warn(
+          "some processes of the command's group could not be signalled (not permitted) and "
+          "may still run");
     return kExitLeaseLost;
   }
   return exit_code_of(status);

@@ -241,6 +241,42 @@ TEST_F(CliTest, DeletingTheKeyKillsTheChildAndExits75) {
   EXPECT_NE(run.err().find("lost the lease on '" + name_ + "'"), std::string::npos) << run.err();
 }
 
+// True while `pid` runs (a zombie has ended).
+bool running(pid_t pid) {
+  if (::kill(pid, 0) != 0)
+    return false;
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  const auto state = stat.rfind(") ");
+  return state == std::string::npos || stat.substr(state + 2, 1) != "Z";
+}
+
+TEST_F(CliTest, ALostLeaseKillsWhatTheCommandLeftInItsGroupAfterTheCommandEndedAtSigterm) {
+  // The command dies at SIGTERM; the process it started ignores SIGTERM (it says its pid only
+  // once it does), so only the SIGKILL after --kill-after stops it.
+  const std::string pid_file = file(".grandchild");
+  auto run = cli({"run", "-t", "300ms", "--kill-after", "300ms", name_, "--", "sh", "-c",
+                  "sh -c 'trap \"\" TERM; echo $$ > " + pid_file + "; exec sleep 60' & wait"});
+  pid_t grandchild = 0;
+  ASSERT_TRUE(eventually([&] {
+    const std::string text = read_file(pid_file);
+    if (text.empty() || text.back() != '\n')
+      return false;
+    grandchild = std::stoi(text);
+    return true;
+  }));
+  ASSERT_TRUE(exists(writer_key()));
+  const auto deleted = std::chrono::steady_clock::now();
+  server_->command({"DEL", writer_key()});
+  EXPECT_EQ(run.wait(), 75) << run.err();
+  const auto took = std::chrono::steady_clock::now() - deleted;
+  const bool survived = running(grandchild);
+  EXPECT_FALSE(survived) << "leasehold exited while its command's process group still ran";
+  EXPECT_LT(took, 100ms + 300ms + 1500ms);  // ttl/3 + kill-after + a margin for a loaded machine
+  EXPECT_NE(run.err().find("lost the lease on '" + name_ + "'"), std::string::npos) << run.err();
+  if (survived)
+    ::kill(grandchild, SIGKILL);
+}
+
 TEST_F(CliTest, SignalsAreForwardedAndTheLeaseIsReleasedAfterwards) {
   const std::string marker = file(".got");
   auto run =
