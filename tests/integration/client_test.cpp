@@ -137,6 +137,50 @@ TEST_F(ClientTest, AThousandCoroutinesShareOneConnection) {
   EXPECT_EQ(mismatches, 0);
 }
 
+// A query as a user writes one: an aggregate of std::strings (longer than the small-string buffer,
+// so that they live on the heap).
+struct SetIfAbsent {
+  using result_type = bool;
+  std::string key;
+  std::string value;
+  Request request() const { return Request::command({"SET", key, value, "NX"}); }
+  Result<bool> parse(Reply reply, const Timing&) const {
+    if (reply.is_error())
+      return error_result<bool>(reply);
+    return reply.type == Reply::Type::status;  // OK, or nil when the key was there
+  }
+};
+
+// The form docs/connection.md recommends for such a query in a coroutine: a named query, never a
+// brace-initialised temporary inside the co_await (g++ 12 destroys that temporary's members twice).
+// The sanitizer builds would see a double destruction here.
+TEST_F(ClientTest, ACoroutineAwaitsAUserWrittenAggregateQueryByName) {
+  asio::io_context io;
+  Client client(io.get_executor(), server_->unix_url());
+  const std::string key = prefix_ + ":a key long enough to live on the heap";
+  const std::string value = "a value long enough to live on the heap, too";
+  bool first = false;
+  bool second = true;
+  bool intact = false;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        const SetIfAbsent set{key, value};
+        first = co_await client.async_process(set, asio::use_awaitable);
+        intact = set.key == key && set.value == value;
+        SetIfAbsent again{key, "another value, long enough to live on the heap"};
+        second = co_await client.async_process(std::move(again), asio::use_awaitable);
+        client.close();
+      },
+      testing::rethrow_failure);
+  io.run_for(5s);
+  EXPECT_TRUE(io.stopped());
+  EXPECT_TRUE(first) << "the key was set";
+  EXPECT_FALSE(second) << "the key was there already";
+  EXPECT_TRUE(intact) << "the named query is whole after the co_await";
+  EXPECT_EQ(server_->command({"GET", key}).str, value);
+}
+
 TEST_F(ClientTest, AsyncCallsCompleteWithPlainCallbacks) {
   Client client(server_->unix_url());
   std::promise<std::pair<std::error_code, Reply>> done;
