@@ -5,7 +5,7 @@
 // calling thread may enter it.
 //
 // Operations queue in `waiting_`, move to `in_flight_` when written, and leave it when their last
-// reply arrives. Every operation gets the same timeout, so deadlines grow along
+// reply arrives. A script call answered NOSCRIPT goes back to the front of `waiting_` as EVAL. Every operation gets the same timeout, so deadlines grow along
 // in_flight_ + waiting_; that order lets one timer expire them from the front. An operation that
 // expires while in flight stays in in_flight_ (it is a prefix: `expired_in_flight_`) so that its
 // replies, if they come, are matched and dropped.
@@ -106,7 +106,7 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   Awaitable<void> expire_loop();
 
   void accept(std::unique_ptr<Operation> operation);
-  void enqueue(std::unique_ptr<Operation> operation, bool at_front);
+  void enqueue(std::unique_ptr<Operation> operation);
   void send_waiting();
   void wake_writer();
   void deliver(Reply&& reply);
@@ -141,6 +141,11 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   std::deque<std::unique_ptr<Operation>> waiting_;
   std::deque<std::unique_ptr<Operation>> in_flight_;
   std::size_t expired_in_flight_ = 0;
+  // Script calls answered NOSCRIPT, queued again as EVAL at the front of waiting_, in the order
+  // they were first sent. They are sent once every call in flight has been answered: a script
+  // call sent after them may still come back NOSCRIPT, and its EVAL must go out before anything
+  // written after it.
+  std::size_t fallbacks_waiting_ = 0;
 
   std::vector<UniqueFunction<void(std::error_code, std::string)>> connect_waiters_;
   bool connected_ = false;

@@ -11,7 +11,8 @@
 //   leasehold::Held<int> held =
 //       co_await leasehold::async_while_held(redis, token, rebuild_index_async());
 //
-// The heartbeat extends the lease every third of its TTL. `false` from an extension means lost, at
+// The heartbeat extends the lease a third of its TTL after each grant (counted from the token's
+// deadline, so a token kept a while before the heartbeat starts is extended at once). `false` from an extension means lost, at
 // once. A Redis error during an extension means "uncertain": it retries until the token's
 // deadline, and only then declares the lease lost, with that error as the cause. Heartbeats are
 // timers on the client's executor: 10 000 held leases cost timers on one thread, not threads.
@@ -124,7 +125,7 @@ class Heartbeat : public std::enable_shared_from_this<Heartbeat> {
 
  private:
   void begin();
-  void schedule_extend(Clock::duration delay);
+  void schedule_extend(Clock::time_point at);
   void extend();
   void on_extended(std::error_code ec, bool held);
   void arm_deadline();

@@ -276,6 +276,16 @@ TEST(LeaseDeadline, AReplyAfterTheDeadlineDoesNotCountAsHeld) {
   EXPECT_EQ(late.error(), errc::command_timeout);
 }
 
+TEST(LeaseTiming, TheNextExtensionCountsFromTheDeadline) {
+  const Clock::time_point sent{Clock::duration(3'000'000'000)};
+  const auto deadline = lease_deadline(sent, 1500ms);
+  // A third of the TTL after the grant (less the drift margin), whenever the heartbeat started.
+  EXPECT_EQ(next_extension(deadline, 1500ms), sent + 500ms - lease_margin(1500ms));
+  // A token with 382 ms left is due at once: its next extension is already in the past.
+  const Clock::time_point late = deadline - 382ms;
+  EXPECT_LT(next_extension(deadline, 1500ms), late);
+}
+
 TEST(LockToken, KnowsHowLongItIsValid) {
   const auto query = Lock<std::string>("t", 1000ms).try_lock("n");
   const Clock::time_point sent{Clock::duration(7'000'000'000)};
