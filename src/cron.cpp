@@ -13,6 +13,91 @@ std::string milliseconds_text(Clock::duration d) {
   return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
 }
 
+// aligned claim: KEYS[1] slot lease, KEYS[2] high-water mark; ARGV[1] id, ARGV[2] interval ms,
+// ARGV[3] ttl ms of both keys -> {1, slot} granted (or already granted to this id: a retry),
+// {0, slot} refused. The slot comes from the server's TIME; it is granted only above the highest
+// slot claimed, or when it is that slot and its lease was given back (deleted).
+const Script& aligned_claim_script() {
+  static const Script script(
+      "local clock = redis.call('TIME')\n"
+      "local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)\n"
+      "local slot = math.floor(now / tonumber(ARGV[2]))\n"
+      "local high = tonumber(redis.call('GET', KEYS[2]))\n"
+      "if high and slot < high then return {0, slot} end\n"
+      "if high == slot then\n"
+      "  local holder = redis.call('GET', KEYS[1])\n"
+      "  if holder == ARGV[1] then return {1, slot} end\n"
+      "  if holder then return {0, slot} end\n"
+      "end\n"
+      "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])\n"
+      "redis.call('SET', KEYS[2], string.format('%d', slot), 'PX', ARGV[3])\n"
+      "return {1, slot}\n");
+  return script;
+}
+
+using CronLock = Lock<std::string>;
+
+// An aligned claim as a query: one script call, whose grant carries the slot's lease token.
+class AlignedClaim {
+ public:
+  using result_type = std::optional<IntervalClaim>;
+  using effect = Write<CronLock>;
+
+  AlignedClaim(std::string slot_key, std::string high_key, std::chrono::milliseconds interval,
+               std::chrono::milliseconds ttl)
+      : slot_key_(std::move(slot_key)),
+        high_key_(std::move(high_key)),
+        interval_(interval),
+        ttl_(ttl),
+        id_(LeaseId::generate()),
+        id_digits_(id_.hex_digits()) {}
+
+  Request request() const {
+    const leasehold::detail::DecimalDigits interval(interval_.count());
+    const leasehold::detail::DecimalDigits ttl(ttl_.count());
+    const std::string_view keys[] = {slot_key_, high_key_};
+    const std::string_view args[] = {id(), interval.view(), ttl.view()};
+    // Retry-safe: a rerun in the same slot finds this id and grants it again (in a later slot,
+    // it claims that one instead).
+    return Request::script(aligned_claim_script(), keys, args).retry_safe().grants_lease();
+  }
+
+  Result<result_type> parse(const Reply& reply, const Timing& timing) const {
+    if (reply.is_error())
+      return error_result<result_type>(reply);
+    if (reply.type != Reply::Type::array || reply.elements.size() != 2 ||
+        reply.elements[0].type != Reply::Type::integer ||
+        reply.elements[1].type != Reply::Type::integer)
+      return Result<result_type>(make_error_code(errc::unexpected_reply), to_string(reply));
+    if (reply.elements[0].integer != 1)
+      return result_type{};
+    const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
+    if (timing.received >= deadline)
+      return leasehold::detail::granted_too_late<result_type>();
+    auto state = std::make_shared<leasehold::detail::LeaseState>(slot_key_, id_, ttl_, deadline);
+    return result_type{
+        IntervalClaim{leasehold::detail::TokenAccess::make<LockToken<CronLock>>(std::move(state)),
+                      reply.elements[1].integer}};
+  }
+
+  // The claim may have been granted: give it back, so that another replica may take the slot.
+  std::optional<Request> on_unknown_outcome() const {
+    const std::string_view keys[] = {slot_key_};
+    const std::string_view args[] = {id()};
+    return Request::script(leasehold::detail::lock_release_script(), keys, args);
+  }
+
+ private:
+  std::string_view id() const noexcept { return {id_digits_.data(), id_digits_.size()}; }
+
+  std::string slot_key_;
+  std::string high_key_;
+  std::chrono::milliseconds interval_;
+  std::chrono::milliseconds ttl_;
+  LeaseId id_;
+  LeaseId::HexDigits id_digits_;
+};
+
 }  // namespace
 
 Clock::duration period(const Interval& interval) {
@@ -183,36 +268,35 @@ IntervalLease::IntervalLease(Client& redis, std::string name, Clock::duration in
                     ") must be shorter than its interval (" + milliseconds_text(interval_) +
                     "): a lease that outlives the interval makes replicas skip whole intervals");
   }
-  Lock<std::string>("cron", lease_, options_.prefix);  // validates the prefix now
+  const CronLock lock("cron", lease_, options_.prefix);  // validates the prefix now
   if (name_.empty())
     throw Error(make_error_code(errc::invalid_argument), "a cron job's name must not be empty");
+  if (options_.aligned) {
+    // Both keys live long enough that a server clock falling back kAlignedStepBack still finds
+    // the highest slot claimed; in one hash tag, so that one script may touch both in a cluster.
+    keys_ttl_ = std::chrono::duration_cast<milliseconds>(kAlignedStepBack + interval_);
+    if (keys_ttl_ > kMaxTtl)
+      throw Error(make_error_code(errc::invalid_argument),
+                  "the interval of '" + name_ + "' is too long for aligned mode");
+    const std::string tagged = lock.with_fencing().key(name_);  // "<prefix>:Lock:{cron:<name>}"
+    slot_key_ = tagged + ":slot";
+    high_key_ = tagged + ":high";
+  }
 }
 
 std::optional<IntervalClaim> IntervalLease::claim() {
   if (!options_.aligned) {
-    const Lock<std::string> lock("cron", lease_, options_.prefix);
+    const CronLock lock("cron", lease_, options_.prefix);
     auto token = redis_.process(lock.try_lock(name_));
     if (!token)
       return std::nullopt;
     return IntervalClaim{std::move(*token), std::nullopt};
   }
-  // Aligned: the slot comes from the server's clock, so replicas with skewed clocks agree on it.
-  const Reply time = redis_.process(Command{"TIME"});
-  if (time.type != Reply::Type::array || time.elements.size() != 2)
-    throw Error(make_error_code(errc::unexpected_reply), "TIME answered " + to_string(time));
-  const long long now_ms =
-      std::stoll(time.elements[0].str) * 1000 + std::stoll(time.elements[1].str) / 1000;
-  const long long interval_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(interval_).count();
-  const long long slot = now_ms / interval_ms;
-  // The slot's key must outlive every attempt on that slot: the rest of the slot, plus one more
-  // interval for attempts that read TIME just before the slot ended.
-  const std::chrono::milliseconds ttl(2 * interval_ms - now_ms % interval_ms);
-  const Lock<std::string> lock("cron", ttl, options_.prefix);
-  auto token = redis_.process(lock.try_lock(name_ + ":" + std::to_string(slot)));
-  if (!token)
-    return std::nullopt;
-  return IntervalClaim{std::move(*token), slot};
+  // Aligned: the slot comes from the server's clock, so replicas with skewed clocks agree on it;
+  // the script reads it and decides in one step, so no two claims see the same high-water mark.
+  return redis_.process(
+      AlignedClaim(slot_key_, high_key_,
+                   std::chrono::duration_cast<std::chrono::milliseconds>(interval_), keys_ttl_));
 }
 
 Job detail::once_per_interval_job(std::shared_ptr<IntervalLease> lease, Job job) {

@@ -146,6 +146,11 @@ class Scheduler {
   std::vector<Entry> entries_;
 };
 
+// Aligned mode: how far the Redis server's clock may fall back (in total, however many steps)
+// without a slot running twice. A job's keys live this long plus one interval after its latest
+// claim.
+inline constexpr std::chrono::hours kAlignedStepBack{24};
+
 struct OncePerIntervalOptions {
   // The lease taken at each tick and never released. Must be shorter than the interval; zero
   // means 90% of the interval.
@@ -153,13 +158,19 @@ struct OncePerIntervalOptions {
   // Keep the lease extended (while_held) while a run outlasts it.
   bool extend_while_running = false;
   // Name the interval slot by the Redis server's TIME (slot = server time / interval), so that
-  // replica clock skew cannot make two replicas run one slot.
+  // replica clock skew cannot make two replicas run one slot. A job's highest slot claimed is
+  // kept, so that a slot runs at most once even when the server's clock steps back (up to
+  // kAlignedStepBack; docs/cron.md). The lease option is not used for the claim then.
   bool aligned = false;
   std::string prefix = std::string(kDefaultPrefix);
 };
 
 // An interval's lease, as this replica took it.
 struct IntervalClaim {
+  // The lease. In aligned mode it stands for the claim of `slot`: release() gives the slot back
+  // (another replica's claim in that slot is then granted) until a later slot is claimed, which
+  // takes the lease over (release() then answers false). Its TTL is that of the job's keys,
+  // kAlignedStepBack plus the interval.
   LockToken<Lock<std::string>> token;
   // Aligned mode: the server-time slot the lease is for (see Tick::slot). Empty otherwise.
   std::optional<std::int64_t> slot;
@@ -174,7 +185,9 @@ class IntervalLease {
                 OncePerIntervalOptions options = {});
 
   // The lease for this interval if this replica took it (it is never released: it expires on
-  // its own), nothing if another replica holds it. Throws Error if Redis fails.
+  // its own), nothing if another replica holds it. Throws Error if Redis fails. Aligned: one
+  // script call that reads the server's TIME and grants the slot it falls in only if no slot at
+  // or above it was claimed (unless that very slot was given back).
   std::optional<IntervalClaim> claim();
 
   std::chrono::milliseconds lease() const noexcept { return lease_; }
@@ -189,6 +202,10 @@ class IntervalLease {
   Clock::duration interval_;
   std::chrono::milliseconds lease_;
   OncePerIntervalOptions options_;
+  // Aligned mode: the job's keys (docs/cron.md), in one cluster slot.
+  std::string slot_key_;  // the lease of the latest slot claimed: its holder's id
+  std::string high_key_;  // the highest slot claimed
+  std::chrono::milliseconds keys_ttl_{0};
 };
 
 // Wraps `job` so that across every replica running it, it runs at most once per interval: a

@@ -325,5 +325,106 @@ TEST_F(CronTest, ARunLongerThanTheLeaseKeepsItsLeaseWithWhileHeld) {
   EXPECT_GE(starts[1], long_run_end) << "another replica ran while the long run held the lease";
 }
 
+// The server's current time in milliseconds since the Unix epoch, by its TIME.
+long long server_time_ms(const RedisServer& server) {
+  const Reply time = server.command({"TIME"});
+  return std::stoll(time.elements.at(0).str) * 1000 + std::stoll(time.elements.at(1).str) / 1000;
+}
+
+TEST_F(CronTest, AlignedSlotsAreNotClaimedAgainAfterTheServerClockStepsBack) {
+  constexpr auto kInterval = 1s;
+  constexpr auto kStepBack = 4s;
+  RedisServer server(RedisServer::Options{.extra_args = {}, .fake_clock = true});
+  Client a(server.unix_url());
+  Client b(server.unix_url());
+  IntervalLease replica_a(a, name_, kInterval, {.aligned = true});
+  IntervalLease replica_b(b, name_, kInterval, {.aligned = true});
+  std::vector<std::int64_t> granted;  // every slot either replica was granted, in order
+  const auto claim_round = [&] {
+    for (IntervalLease* replica : {&replica_a, &replica_b}) {
+      if (auto claim = replica->claim()) {
+        EXPECT_TRUE(claim->slot.has_value());
+        granted.push_back(claim->slot.value_or(-1));
+      }
+    }
+  };
+  // Polls: each round is one claim per replica, 20 ms apart.
+  ASSERT_TRUE(eventually(
+      [&] {
+        claim_round();
+        return granted.size() >= 4;
+      },
+      20s, 20ms));
+  const std::int64_t highest = *std::max_element(granted.begin(), granted.end());
+  const std::size_t before_step = granted.size();
+
+  const long long before = server_time_ms(server);
+  server.set_clock_offset(-kStepBack);
+  ASSERT_LT(server_time_ms(server), before) << "the server's clock did not step back";
+  // The step took the server back over slots already claimed.
+  EXPECT_LT(server_time_ms(server) / std::chrono::milliseconds(kInterval).count(), highest);
+
+  // Claims resume once the server's clock passes the highest slot claimed.
+  const auto resumed = [&] {
+    return std::any_of(granted.begin() + static_cast<std::ptrdiff_t>(before_step), granted.end(),
+                       [&](std::int64_t slot) { return slot > highest; });
+  };
+  EXPECT_TRUE(eventually(
+      [&] {
+        claim_round();
+        return resumed();
+      },
+      20s, 20ms));
+  for (std::size_t i = before_step; i < granted.size(); ++i)
+    EXPECT_GT(granted[i], highest) << "slot " << granted[i] << " claimed after the step back";
+  std::vector<std::int64_t> sorted = granted;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_TRUE(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end())
+      << "a slot was claimed twice: " << ::testing::PrintToString(granted);
+  std::cout << "slots granted, in order (the clock stepped back after the first " << before_step
+            << "): " << ::testing::PrintToString(granted) << "\n";
+}
+
+TEST_F(CronTest, AGivenBackAlignedSlotCanBeClaimedAgainUntilALaterSlotIsClaimed) {
+  constexpr auto kInterval = 10s;
+  RedisServer server(RedisServer::Options{.extra_args = {}, .fake_clock = true});
+  Client a(server.unix_url());
+  Client b(server.unix_url());
+  const auto server_slot = [&] {
+    return server_time_ms(server) / std::chrono::milliseconds(kInterval).count();
+  };
+  // The first steps must fall in one slot: if the real clock crosses into the next one meanwhile,
+  // they are tried again under another name.
+  for (int attempt = 1;; ++attempt) {
+    const std::string name = name_ + "." + std::to_string(attempt);
+    IntervalLease replica_a(a, name, kInterval, {.aligned = true});
+    IntervalLease replica_b(b, name, kInterval, {.aligned = true});
+    const long long slot_before = server_slot();
+    auto first = replica_a.claim();
+    auto while_held = replica_b.claim();
+    const bool given_back = first && a.process(first->token.release());
+    auto again = replica_b.claim();
+    auto after_that = replica_a.claim();
+    if (server_slot() != slot_before && attempt < 3)
+      continue;
+    ASSERT_TRUE(first);
+    EXPECT_FALSE(while_held) << "two replicas were granted one slot";
+    EXPECT_TRUE(given_back);
+    ASSERT_TRUE(again) << "a slot given back was not granted to another replica";
+    EXPECT_EQ(again->slot, first->slot);
+    EXPECT_FALSE(after_that) << "a slot was granted again after it was claimed back";
+
+    // A later slot is claimed: the earlier one can no longer be given back.
+    server.set_clock_offset(kInterval);
+    auto later = replica_a.claim();
+    ASSERT_TRUE(later);
+    EXPECT_GT(later->slot, first->slot);
+    EXPECT_FALSE(b.process(again->token.release())) << "a slot was given back after a later one";
+    server.set_clock_offset(0ms);
+    EXPECT_FALSE(replica_b.claim()) << "an earlier slot was granted after a later one";
+    break;
+  }
+}
+
 }  // namespace
 }  // namespace leasehold::cron

@@ -1,6 +1,7 @@
 #include "redis_server.hpp"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -52,6 +54,52 @@ Reply to_reply(const redisReply* reply) {
     default:
       return Reply::make_nil();
   }
+}
+
+// The directory of the C library this process runs with (e.g. /lib/x86_64-linux-gnu).
+std::filesystem::path libc_directory() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&::free), &info) == 0 || info.dli_fname == nullptr)
+    return "/lib";
+  return std::filesystem::path(info.dli_fname).parent_path();
+}
+
+// The libraries to preload into a fake_clock server, first to last.
+std::string fake_clock_preload() {
+  const std::filesystem::path lib = libc_directory();
+  const char* override_path = std::getenv("LEASEHOLD_LIBFAKETIME");
+  std::filesystem::path faketime = override_path ? override_path : "";
+  if (faketime.empty()) {
+    for (const auto& candidate :
+         {lib / "faketime/libfaketime.so.1",
+          std::filesystem::path("/usr/lib/faketime/libfaketime.so.1"),
+          std::filesystem::path("/usr/local/lib/faketime/libfaketime.so.1")}) {
+      if (std::filesystem::exists(candidate)) {
+        faketime = candidate;
+        break;
+      }
+    }
+  }
+  if (faketime.empty() || !std::filesystem::exists(faketime))
+    throw std::runtime_error(
+        "libfaketime.so.1 not found: install Debian's faketime package (scripts/setup), or set "
+        "LEASEHOLD_LIBFAKETIME to its path");
+  // Debian's redis-server allocates with jemalloc, whose first allocation reads the clock, and
+  // libfaketime answers its first clock call with an allocation: the two recurse and the server
+  // hangs at start. glibc's libc_malloc_debug.so, preloaded first, gives malloc and free back to
+  // glibc's allocator.
+  const std::filesystem::path glibc_malloc = lib / "libc_malloc_debug.so.0";
+  std::string preload = faketime.string();
+  if (std::filesystem::exists(glibc_malloc))
+    preload = glibc_malloc.string() + ":" + preload;
+  return preload;
+}
+
+std::string offset_text(std::chrono::milliseconds offset) {
+  // libfaketime's relative offset: a sign, then seconds.
+  char text[32];
+  std::snprintf(text, sizeof text, "%+.3f", static_cast<double>(offset.count()) / 1000.0);
+  return text;
 }
 
 }  // namespace
@@ -161,6 +209,30 @@ void RedisServer::launch() {
   for (auto& arg : args)
     argv.push_back(arg.data());
   argv.push_back(nullptr);
+  // A fake_clock server reads its offset from a file on every clock call (FAKETIME_NO_CACHE), so
+  // that set_clock_offset() takes effect at once; a restart keeps the offset.
+  std::vector<std::string> environment;
+  if (options_.fake_clock) {
+    if (!std::filesystem::exists(clock_file()))
+      set_clock_offset(std::chrono::milliseconds(0));
+    std::string preload = fake_clock_preload();
+    for (char** variable = environ; *variable != nullptr; ++variable) {
+      const std::string_view entry(*variable);
+      if (entry.starts_with("LD_PRELOAD="))
+        preload += ":" + std::string(entry.substr(11));
+      else if (!entry.starts_with("FAKETIME"))
+        environment.emplace_back(entry);
+    }
+    environment.push_back("LD_PRELOAD=" + preload);
+    environment.push_back("FAKETIME_TIMESTAMP_FILE=" + clock_file());
+    environment.push_back("FAKETIME_NO_CACHE=1");
+    environment.push_back("FAKETIME_DONT_FAKE_MONOTONIC=1");  // timers and timeouts stay real
+    environment.push_back("FAKETIME_DISABLE_SHM=1");          // nothing left in /dev/shm
+  }
+  std::vector<char*> envp;
+  for (auto& variable : environment)
+    envp.push_back(variable.data());
+  envp.push_back(nullptr);
   // The server logs to its file, and its standard streams go to another in its directory (a
   // configuration it refuses is reported there): a server left behind by a test process that
   // crashed must not hold that process's output pipe open, or whatever reads the pipe (ctest, a
@@ -172,7 +244,8 @@ void RedisServer::launch() {
   posix_spawn_file_actions_addopen(&actions, 1, output.c_str(), O_WRONLY | O_CREAT | O_APPEND,
                                    0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  const int spawned = posix_spawnp(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+  const int spawned = posix_spawnp(&pid_, argv[0], &actions, nullptr, argv.data(),
+                                   options_.fake_clock ? envp.data() : environ);
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0)
     throw std::runtime_error("cannot start redis-server (is it installed?)");
@@ -245,6 +318,20 @@ void RedisServer::pause() {
 void RedisServer::resume() {
   ::kill(pid_, SIGCONT);
   paused_ = false;
+}
+
+void RedisServer::set_clock_offset(std::chrono::milliseconds offset) {
+  if (!options_.fake_clock)
+    throw std::logic_error("set_clock_offset() needs a server started with fake_clock");
+  // Written aside and renamed into place: the server never reads a half-written file.
+  const std::string next = clock_file() + ".next";
+  {
+    std::ofstream out(next, std::ios::trunc);
+    out << offset_text(offset) << "\n";
+    if (!out.flush())
+      throw std::runtime_error("cannot write " + next);
+  }
+  std::filesystem::rename(next, clock_file());
 }
 
 Reply RedisServer::command(const std::vector<std::string>& args) const {

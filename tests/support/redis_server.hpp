@@ -18,6 +18,9 @@ class RedisServer {
  public:
   struct Options {
     std::vector<std::string> extra_args;  // e.g. {"--requirepass", "secret"}
+    // Run the server under libfaketime (Debian's faketime package), so that the test can step its
+    // wall clock with set_clock_offset(). Its monotonic clock stays the real one.
+    bool fake_clock = false;
   };
 
   RedisServer();
@@ -39,6 +42,10 @@ class RedisServer {
   void pause();   // SIGSTOP
   void resume();  // SIGCONT
 
+  // A fake_clock server's wall clock (TIME, key expiry) becomes the real clock plus `offset`,
+  // from its next reading on: a negative offset steps it back. Starts at zero.
+  void set_clock_offset(std::chrono::milliseconds offset);
+
   // A command on a fresh blocking connection (over the unix socket). The admin user is the
   // default user; servers started with --requirepass get it from `admin_password`.
   Reply command(const std::vector<std::string>& args) const;
@@ -48,6 +55,8 @@ class RedisServer {
   void launch();
   bool log_says_address_in_use() const;  // its last start failed on a port another process took
   void wait_ready(std::chrono::milliseconds timeout);
+
+  std::string clock_file() const { return dir_ + "/faketime.rc"; }
 
   Options options_;
   std::string dir_;
