@@ -449,6 +449,8 @@ ClientCore::Awaitable<void> ClientCore::run() {
       break;
     if (!failure.error) {
       connected_ = true;
+      read_time_ = Clock::now();  // the handshake's replies came: the server was there
+      silent_since_.reset();
       backoff = options_.reconnect_delay_min;
       notify_connect_waiters({});
       if (options_.warn_on_eviction_policy && !eviction_policy_checked_) {
@@ -793,7 +795,9 @@ void ClientCore::on_read(std::error_code ec, std::size_t size, std::uint64_t cha
   read_chain_end_.cancel();
 }
 
-ClientCore::Failure ClientCore::lost_while_reading(std::error_code ec) const {
+ClientCore::Failure ClientCore::lost_while_reading(std::error_code ec) {
+  if (silence_.error)  // the socket was closed because the server fell silent
+    return std::exchange(silence_, Failure{});
   return {make_error_code(errc::connection_lost),
           "the connection to Redis at " + url_.address() + " was lost (" +
               (ec == asio::error::eof ? std::string("closed by the server") : ec.message()) +
@@ -908,7 +912,9 @@ ClientCore::Awaitable<void> ClientCore::expire_loop() {
     co_await expiry_timer_.async_wait(asio::redirect_error(use_awaitable, ignored));
     if (closed_)
       break;
-    expire_due(Clock::now());
+    const Clock::time_point now = Clock::now();
+    expire_due(now);
+    check_silence(now);
     rearm_expiry();
   }
 }
@@ -919,8 +925,33 @@ void ClientCore::rearm_expiry() {
     next = in_flight_[expired_in_flight_]->deadline;
   else if (!waiting_.empty())
     next = waiting_.front()->deadline;
+  if (silent_since_)
+    next = std::min(next, *silent_since_ + silence_limit());
   if (next != expiry_timer_.expiry())
     expiry_timer_.expires_at(next);
+}
+
+void ClientCore::check_silence(Clock::time_point now) {
+  if (!silent_since_)
+    return;
+  if (read_time_ > *silent_since_ || !connected_) {
+    silent_since_.reset();  // a reply came after all, or the connection is gone anyway
+    return;
+  }
+  if (now < *silent_since_ + silence_limit())
+    return;
+  // A paused server answers late; one that sent nothing for this long, with calls waiting, is
+  // most likely gone without a FIN or RST (a dead host, a dropped route): replace the
+  // connection. The read in progress fails, and the calls in flight are handled as after any
+  // lost connection.
+  silent_since_.reset();
+  silence_ = {make_error_code(errc::connection_lost),
+              "Redis at " + url_.address() + " sent nothing for " +
+                  std::to_string(silence_limit().count()) +
+                  " ms while calls waited for replies; the connection was replaced, and the calls "
+                  "in flight on it may or may not have run"};
+  std::error_code ignored;
+  socket_.close(ignored);
 }
 
 void ClientCore::expire_due(Clock::time_point now) {
@@ -930,6 +961,8 @@ void ClientCore::expire_due(Clock::time_point now) {
     // Stays in in_flight_ so that its replies, when they come, are matched and dropped.
     Operation& operation = *in_flight_[expired_in_flight_];
     ++expired_in_flight_;
+    if (read_time_ <= operation.sent && !silent_since_)
+      silent_since_ = operation.sent;  // nothing has come since this call was made
     operation.complete(*this, make_error_code(errc::command_timeout),
                        "Redis at " + url_.address() + " did not answer within " + timeout +
                            "; the call was sent and may or may not have run");

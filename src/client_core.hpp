@@ -101,7 +101,7 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   // Hands out the replies in the `size` bytes just read; false (and `failure`) when the stream is
   // broken.
   bool handle_read(std::size_t size, Failure& failure);
-  Failure lost_while_reading(std::error_code ec) const;
+  Failure lost_while_reading(std::error_code ec);
   Awaitable<void> write_loop(Failure& failure);
   Awaitable<void> expire_loop();
 
@@ -112,6 +112,10 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   void deliver(Reply&& reply);
   void finish(std::unique_ptr<Operation> operation);
   void expire_due(Clock::time_point now);
+  // Replaces the connection when nothing has been read for silence_limit() since a call that
+  // timed out in flight was made.
+  void check_silence(Clock::time_point now);
+  std::chrono::milliseconds silence_limit() const { return 2 * options_.command_timeout; }
   void rearm_expiry();
   void fail_in_flight(const Failure& failure);
   void fail_everything(const Failure& failure);
@@ -151,7 +155,10 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   bool connected_ = false;
   bool writer_waiting_ = false;  // the writer coroutine waits on writer_wakeup_
   bool delivering_ = false;      // the read loop hands out replies; it sends what they cause
-  Clock::time_point read_time_;  // when the read whose replies are handed out completed
+  Clock::time_point read_time_;  // when the latest read completed (or the connection was made)
+  // When the oldest call made since the latest read was made, once it timed out in flight.
+  std::optional<Clock::time_point> silent_since_;
+  Failure silence_;  // why the connection was replaced for its silence, for the read that fails
   bool closed_ = false;
   bool eviction_policy_checked_ = false;  // once per client, on its first connection
   Failure fatal_;  // set when the server refused our credentials or database: no more attempts

@@ -657,6 +657,44 @@ TEST(Transport, LateReplyToATimedOutCallIsDroppedNotGivenToTheNextCall) {
   EXPECT_EQ(peer.connections(), 1u);
 }
 
+// A connection that falls silent (no FIN, no RST: the peer keeps the socket and answers nothing)
+// is replaced once nothing came for twice the command timeout since a call that timed out.
+TEST(Transport, ASilentConnectionIsReplacedWithinTwiceTheCommandTimeout) {
+  FakePeer peer([](const PeerEvent& event) {
+    if (event.connection == 0 && event.step == kFirstCallStep)
+      return PeerAction::stall();
+    return answer_like_redis(event);
+  });
+  Client client(peer.url(), fast_options());
+  ASSERT_FALSE(connect(client));
+  const auto made = std::chrono::steady_clock::now();
+  EXPECT_EQ(run_call(client, Command{"ECHO", "lost"}).error, errc::command_timeout);
+  ASSERT_TRUE(peer.wait_for_connections(2)) << "the silent connection was never replaced";
+  // Not before twice the command timeout (250 ms): a paused server may still answer.
+  EXPECT_GE(std::chrono::steady_clock::now() - made, 500ms);
+  reconnect(client);
+  EXPECT_TRUE(replied(run_call(client, Command{"ECHO", "back"}), Reply::make_string("back")));
+}
+
+// A call that times out on a server that then answers (paused, then resumed) keeps the connection.
+TEST(Transport, AConnectionThatAnswersLateIsKept) {
+  FakePeer peer([](const PeerEvent& event) {
+    if (is(event, "ECHO") && event.command[1] == "slow")
+      return answer_like_redis(event).deferred();
+    return answer_like_redis(event);
+  });
+  Client client(peer.url(), fast_options());
+  ASSERT_FALSE(connect(client));
+  EXPECT_EQ(run_call(client, Command{"ECHO", "slow"}).error, errc::command_timeout);
+  // The next call's reply comes after slow's, well within twice the timeout of slow.
+  EXPECT_TRUE(replied(run_call(client, Command{"ECHO", "next"}), Reply::make_string("next")));
+  // Past the silence limit of the first call: the connection answered, so it stays.
+  const auto until = std::chrono::steady_clock::now() + 600ms;
+  while (std::chrono::steady_clock::now() < until)
+    EXPECT_TRUE(replied(run_call(client, Command{"ECHO", "more"}), Reply::make_string("more")));
+  EXPECT_EQ(peer.connections(), 1u);
+}
+
 TEST(Transport, SyncCallThatTimesOutThrowsCommandTimeout) {
   FakePeer peer([](const PeerEvent& event) {
     if (event.step == kFirstCallStep)
