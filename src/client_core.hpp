@@ -5,10 +5,11 @@
 // calling thread may enter it.
 //
 // Operations queue in `waiting_`, move to `in_flight_` when written, and leave it when their last
-// reply arrives. A script call answered NOSCRIPT goes back to the front of `waiting_` as EVAL. Every operation gets the same timeout, so deadlines grow along
-// in_flight_ + waiting_; that order lets one timer expire them from the front. An operation that
-// expires while in flight stays in in_flight_ (it is a prefix: `expired_in_flight_`) so that its
-// replies, if they come, are matched and dropped.
+// reply arrives. A script call answered NOSCRIPT goes back to the front of `waiting_` as EVAL.
+// Every operation gets the same timeout, so deadlines grow along in_flight_ + waiting_; that order
+// lets one timer expire them from the front. An operation that expires while in flight stays in
+// in_flight_ (it is a prefix: `expired_in_flight_`) so that its replies, if they come, are matched
+// and dropped.
 //
 // Writing: queued calls go out in one non-blocking write, made on the strand by whoever queued
 // them (a call on an idle connection is written at once; calls made by callers that replies
@@ -36,6 +37,7 @@
 
 #include "codec.hpp"
 #include "leasehold/client.hpp"
+#include "leasehold/detail/timer.hpp"
 #include "transport.hpp"
 
 namespace leasehold::detail {
@@ -49,7 +51,7 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   template <class T>
   using Awaitable = asio::awaitable<T, Strand>;
   using Socket = asio::basic_stream_socket<asio::generic::stream_protocol, Strand>;
-  using Timer = asio::basic_waitable_timer<Clock, asio::wait_traits<Clock>, Strand>;
+  using Timer = BasicTimer<Strand>;
 
   using TlsContext = std::shared_ptr<asio::ssl::context>;
 

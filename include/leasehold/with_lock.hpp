@@ -21,7 +21,6 @@
 #include <asio/dispatch.hpp>
 #include <asio/post.hpp>
 #include <asio/redirect_error.hpp>
-#include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
@@ -43,6 +42,7 @@
 #include <vector>
 
 #include "leasehold/client.hpp"
+#include "leasehold/detail/timer.hpp"
 #include "leasehold/lock.hpp"
 #include "leasehold/while_held.hpp"
 
@@ -381,7 +381,7 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
 
   const auto pending_forever = [&]() -> asio::awaitable<void> {
     // After shutdown: never completes normally; the caller's cancellation ends the wait.
-    asio::steady_timer forever(executor, Clock::time_point::max());
+    detail::Timer forever(executor, Clock::time_point::max());
     co_await forever.async_wait(asio::use_awaitable);
     throw Error(make_error_code(errc::closed), "the locker was shut down");
   };
@@ -400,7 +400,7 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
           make_error_code(errc::lock_busy),
           "could not take the lock '" + name + "' in " + std::to_string(attempt + 1) + " attempts");
     }
-    asio::steady_timer pause(executor, jittered(options.retry_delay, options.retry_jitter));
+    detail::Timer pause(executor, jittered(options.retry_delay, options.retry_jitter));
     co_await pause.async_wait(asio::use_awaitable);
     if (is_shut_down())
       co_await pending_forever();
@@ -420,7 +420,7 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
   const RaceStrand strand = asio::make_strand(executor);
   struct Race {
     explicit Race(const RaceStrand& strand) : wake(strand, Clock::time_point::max()) {}
-    asio::basic_waitable_timer<Clock, asio::wait_traits<Clock>, RaceStrand> wake;
+    detail::BasicTimer<RaceStrand> wake;
     asio::cancellation_signal cancel_callback;
     bool settled = false;
     Clock::time_point settled_at;
@@ -472,15 +472,15 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
     co_await pending_forever();
   }
   const HeldId held_id = *registered;
-  auto heartbeat =
-      detail::Heartbeat::start(client_, lease, [reports, report, context_held](std::error_code cause) {
-        *context_held = false;
-        reports->lost = true;
-        report([cause](Race& race) {
-          race.lost = true;
-          race.cause = cause;
-        });
-      });
+  auto heartbeat = detail::Heartbeat::start(client_, lease,
+                                            [reports, report, context_held](std::error_code cause) {
+                                              *context_held = false;
+                                              reports->lost = true;
+                                              report([cause](Race& race) {
+                                                race.lost = true;
+                                                race.cause = cause;
+                                              });
+                                            });
 
   // The spawned callback owns the callable: after a loss this call returns at once, and the
   // callback may run on (until it notices the cancellation) after this frame is gone. It runs on
@@ -495,32 +495,32 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
   };
   LockContext inner(std::make_shared<const LockContext::Node>(
       LockContext::Node{this, lock_key, context.top_, lease->fence, context_held, lease}));
-  asio::co_spawn(strand, run_owned(owned, std::move(inner)),
-                 asio::bind_cancellation_slot(
-                     race->cancel_callback.slot(),
-                     asio::bind_executor(strand, [this, race, reports, heartbeat, lease, held_id,
-                                                  context_held](std::exception_ptr error,
-                                                                auto... result) {
-                       *context_held = false;
-                       race->settled_at = Clock::now();
-                       race->lost_before_settling = reports->lost;
-                       race->shut_down_before_settling = reports->shut_down;
-                       // Settled: stop extending and release at once, whether or not anyone still
-                       // waits.
-                       heartbeat->stop();
-                       unregister_held(held_id);
-                       if (!race->shut_down_before_settling) {
-                         client_.async_process(ReleaseLock<detail::WithLockTag>(lease),
-                                               [](std::error_code, bool) {});
-                       }
-                       race->settled = true;
-                       race->thrown = error;
-                       if constexpr (sizeof...(result) == 0)
-                         race->value.emplace(0);
-                       else if (!error)
-                         race->value.emplace(std::move(result)...);
-                       race->wake.cancel();
-                     })));
+  asio::co_spawn(
+      strand, run_owned(owned, std::move(inner)),
+      asio::bind_cancellation_slot(
+          race->cancel_callback.slot(),
+          asio::bind_executor(strand, [this, race, reports, heartbeat, lease, held_id,
+                                       context_held](std::exception_ptr error, auto... result) {
+            *context_held = false;
+            race->settled_at = Clock::now();
+            race->lost_before_settling = reports->lost;
+            race->shut_down_before_settling = reports->shut_down;
+            // Settled: stop extending and release at once, whether or not anyone still
+            // waits.
+            heartbeat->stop();
+            unregister_held(held_id);
+            if (!race->shut_down_before_settling) {
+              client_.async_process(ReleaseLock<detail::WithLockTag>(lease),
+                                    [](std::error_code, bool) {});
+            }
+            race->settled = true;
+            race->thrown = error;
+            if constexpr (sizeof...(result) == 0)
+              race->value.emplace(0);
+            else if (!error)
+              race->value.emplace(std::move(result)...);
+            race->wake.cancel();
+          })));
 
   // Waits on the strand for the race to end, and judges it there: a report may still arrive
   // (on the strand) after this returns, so the caller's coroutine reads only this verdict, and

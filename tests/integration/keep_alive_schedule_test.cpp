@@ -1,6 +1,7 @@
-// The heartbeat's schedule counts from the token's deadline: a token that was kept a while before
-// its heartbeat started (work done first, an acquire whose reply came late) is extended in time,
-// not a whole third of its TTL after the heartbeat starts.
+// The heartbeat's schedule counts from the token's deadline on leasehold::Clock: a token that was
+// kept a while before its heartbeat started (work done first, an acquire whose reply came late) is
+// extended in time, not a whole third of its TTL after the heartbeat starts; and a suspend of the
+// host counts against the lease.
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -53,6 +54,29 @@ TEST(KeepAliveSchedule, WithLockKeepsALeaseWhoseAcquireReplyCameLate) {
       },
       {.ttl = 1500ms}));
   EXPECT_TRUE(ran);
+}
+
+// A suspend of the host (simulated: Clock moves on, the monotonic clock does not) past the
+// lease's TTL: the heartbeat notices within a timer slice of the wake-up, however far its next
+// extension was.
+TEST(KeepAliveSchedule, ASuspendPastTheTtlIsALossNoticedSoonAfterTheWakeUp) {
+  RedisServer server;
+  Client redis(server.unix_url());
+  const Lock<std::string> lock("job", 60s);
+  auto token = redis.process(lock.try_lock("report"));
+  ASSERT_TRUE(token);
+  std::chrono::steady_clock::time_point woke;
+  std::chrono::steady_clock::time_point noticed;
+  const Held<void> held = while_held(redis, *token, [&](std::stop_token stop) {
+    detail::shift_clock(120s);  // the host slept for two minutes
+    woke = std::chrono::steady_clock::now();
+    // The work waits for its stop token, at most 10 s.
+    eventually([&] { return stop.stop_requested(); }, 10s, 5ms);
+    noticed = std::chrono::steady_clock::now();
+  });
+  EXPECT_TRUE(held.was_lost()) << "a lease whose TTL passed during a suspend was still held";
+  // A slice (1 s) and scheduling slack; the next extension was 20 s away on the monotonic clock.
+  EXPECT_LT(noticed - woke, 3s);
 }
 
 }  // namespace

@@ -55,7 +55,17 @@ using namespace std::chrono_literals;
 using leasehold::testing::EventKind;
 using leasehold::testing::monotonic_ns;
 using leasehold::testing::Recorder;
-using leasehold::testing::to_monotonic_ns;
+
+// A lease deadline (leasehold::Clock, CLOCK_BOOTTIME) on the history's CLOCK_MONOTONIC scale. The
+// two clocks differ by the time the host was suspended; reading the monotonic one first maps the
+// deadline a little early, never late.
+std::int64_t to_monotonic_ns(leasehold::Clock::time_point deadline) {
+  const auto monotonic_now = std::chrono::steady_clock::now();
+  const auto boot_now = leasehold::Clock::now();
+  return leasehold::testing::to_monotonic_ns(
+      monotonic_now +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(deadline - boot_now));
+}
 
 constexpr std::string_view kFenceScript = R"(
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
