@@ -119,7 +119,7 @@ class WaitForReplicas final : public Operation {
     }
     std::string why;
     if (acks_.type != Reply::Type::integer) {
-      why = "NOTREPLICATED WAIT failed: " + acks_.str;
+      why = refused_wait(core);
     } else if (acks_.integer < grants_.replicas) {
       why = "NOTREPLICATED only " + std::to_string(acks_.integer) + " of " +
             std::to_string(grants_.replicas) + " replicas acknowledged the lease within " +
@@ -130,6 +130,23 @@ class WaitForReplicas final : public Operation {
   }
 
  private:
+  // The server answered WAIT with an error (an ACL without it, a replica): say so, and what to
+  // change, rather than "too few replicas".
+  std::string refused_wait(const Transport& core) const {
+    std::string why = "NOTREPLICATED Redis at " + core.url().address() +
+                      " refused WAIT, which ClientOptions::replica_acks sends after each acquire "
+                      "and extend (" +
+                      to_string(acks_) + "); ";
+    if (acks_.str.starts_with("NOPERM")) {
+      const std::string user = core.url().user.empty() ? "default" : core.url().user;
+      why += "allow it to the user '" + user + "' (ACL SETUSER " + user +
+             " +wait), or set replica_acks to 0";
+    } else {
+      why += "set replica_acks to 0 if this server cannot run it";
+    }
+    return why;
+  }
+
   HeldGrants grants_;
   Request request_;
   Reply acks_;
@@ -305,7 +322,7 @@ void ClientCore::accept(std::unique_ptr<Operation> operation) {
     return;
   }
   const bool idle = in_flight_.empty() && waiting_.empty() && write_buffer_.empty();
-  enqueue(std::move(operation), false);
+  enqueue(std::move(operation));
   if (delivering_)
     return;  // the read loop sends it with the other calls its replies caused
   if (idle)
@@ -314,18 +331,17 @@ void ClientCore::accept(std::unique_ptr<Operation> operation) {
     wake_writer();  // the writer sends it with whatever else queues until it runs
 }
 
-void ClientCore::enqueue(std::unique_ptr<Operation> operation, bool at_front) {
+void ClientCore::enqueue(std::unique_ptr<Operation> operation) {
   if (operation->deadline < expiry_timer_.expiry())
     expiry_timer_.expires_at(operation->deadline);
-  if (at_front)
-    waiting_.push_front(std::move(operation));
-  else
-    waiting_.push_back(std::move(operation));
+  waiting_.push_back(std::move(operation));
 }
 
 void ClientCore::send_waiting() {
   if (!connected_ || !write_buffer_.empty() || waiting_.empty())
     return;  // not yet, or the writer is at work and sends the queue when done
+  if (fallbacks_waiting_ > 0 && !in_flight_.empty())
+    return;  // script calls sent before the re-sent ones may still come back NOSCRIPT
   // A single request is written from where it is; several are copied into one buffer (a
   // sequence of buffers is sent at most 16 at a time: asio's limit per write_some).
   const bool single = waiting_.size() == 1 && waiting_.front()->requests().size() == 1;
@@ -343,6 +359,7 @@ void ClientCore::send_waiting() {
     in_flight_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
   }
+  fallbacks_waiting_ = 0;
   // The socket is in non-blocking mode: this takes what fits in the socket's buffer now.
   std::error_code ec;
   const std::size_t written =
@@ -417,6 +434,7 @@ void ClientCore::retire() {
   }
   std::deque<std::unique_ptr<Operation>> waiting = std::move(waiting_);
   waiting_.clear();
+  fallbacks_waiting_ = 0;
   for (auto& operation : waiting)
     operation->complete(*this, route_again_error(), {});
   notify_connect_waiters({make_error_code(errc::closed), "the cluster node left the cluster"});
@@ -431,6 +449,8 @@ ClientCore::Awaitable<void> ClientCore::run() {
       break;
     if (!failure.error) {
       connected_ = true;
+      read_time_ = Clock::now();  // the handshake's replies came: the server was there
+      silent_since_.reset();
       backoff = options_.reconnect_delay_min;
       notify_connect_waiters({});
       if (options_.warn_on_eviction_policy && !eviction_policy_checked_) {
@@ -775,7 +795,9 @@ void ClientCore::on_read(std::error_code ec, std::size_t size, std::uint64_t cha
   read_chain_end_.cancel();
 }
 
-ClientCore::Failure ClientCore::lost_while_reading(std::error_code ec) const {
+ClientCore::Failure ClientCore::lost_while_reading(std::error_code ec) {
+  if (silence_.error)  // the socket was closed because the server fell silent
+    return std::exchange(silence_, Failure{});
   return {make_error_code(errc::connection_lost),
           "the connection to Redis at " + url_.address() + " was lost (" +
               (ec == asio::error::eof ? std::string("closed by the server") : ec.message()) +
@@ -873,8 +895,14 @@ void ClientCore::finish(std::unique_ptr<Operation> operation) {
     operation->complete(*this, {}, {});
     return;
   }
-  // Its deadline is older than any queued operation's: the front keeps deadlines in order.
-  enqueue(std::make_unique<EvalFallback>(std::move(operation)), true);
+  // Sent again ahead of everything queued, behind the script calls re-sent before it: its
+  // deadline is older than any queued operation's, so the queue keeps deadlines in order.
+  auto fallback = std::make_unique<EvalFallback>(std::move(operation));
+  if (fallback->deadline < expiry_timer_.expiry())
+    expiry_timer_.expires_at(fallback->deadline);
+  waiting_.insert(waiting_.begin() + static_cast<std::ptrdiff_t>(fallbacks_waiting_),
+                  std::move(fallback));
+  ++fallbacks_waiting_;
 }
 
 ClientCore::Awaitable<void> ClientCore::expire_loop() {
@@ -884,7 +912,9 @@ ClientCore::Awaitable<void> ClientCore::expire_loop() {
     co_await expiry_timer_.async_wait(asio::redirect_error(use_awaitable, ignored));
     if (closed_)
       break;
-    expire_due(Clock::now());
+    const Clock::time_point now = Clock::now();
+    expire_due(now);
+    check_silence(now);
     rearm_expiry();
   }
 }
@@ -895,8 +925,33 @@ void ClientCore::rearm_expiry() {
     next = in_flight_[expired_in_flight_]->deadline;
   else if (!waiting_.empty())
     next = waiting_.front()->deadline;
+  if (silent_since_)
+    next = std::min(next, *silent_since_ + silence_limit());
   if (next != expiry_timer_.expiry())
     expiry_timer_.expires_at(next);
+}
+
+void ClientCore::check_silence(Clock::time_point now) {
+  if (!silent_since_)
+    return;
+  if (read_time_ > *silent_since_ || !connected_) {
+    silent_since_.reset();  // a reply came after all, or the connection is gone anyway
+    return;
+  }
+  if (now < *silent_since_ + silence_limit())
+    return;
+  // A paused server answers late; one that sent nothing for this long, with calls waiting, is
+  // most likely gone without a FIN or RST (a dead host, a dropped route): replace the
+  // connection. The read in progress fails, and the calls in flight are handled as after any
+  // lost connection.
+  silent_since_.reset();
+  silence_ = {make_error_code(errc::connection_lost),
+              "Redis at " + url_.address() + " sent nothing for " +
+                  std::to_string(silence_limit().count()) +
+                  " ms while calls waited for replies; the connection was replaced, and the calls "
+                  "in flight on it may or may not have run"};
+  std::error_code ignored;
+  socket_.close(ignored);
 }
 
 void ClientCore::expire_due(Clock::time_point now) {
@@ -906,6 +961,8 @@ void ClientCore::expire_due(Clock::time_point now) {
     // Stays in in_flight_ so that its replies, when they come, are matched and dropped.
     Operation& operation = *in_flight_[expired_in_flight_];
     ++expired_in_flight_;
+    if (read_time_ <= operation.sent && !silent_since_)
+      silent_since_ = operation.sent;  // nothing has come since this call was made
     operation.complete(*this, make_error_code(errc::command_timeout),
                        "Redis at " + url_.address() + " did not answer within " + timeout +
                            "; the call was sent and may or may not have run");
@@ -913,6 +970,8 @@ void ClientCore::expire_due(Clock::time_point now) {
   while (!waiting_.empty() && waiting_.front()->deadline <= now) {
     std::unique_ptr<Operation> operation = std::move(waiting_.front());
     waiting_.pop_front();
+    if (fallbacks_waiting_ > 0)
+      --fallbacks_waiting_;
     operation->complete(*this, make_error_code(errc::command_timeout),
                         (connected_ ? "the call waited " + timeout + " to be sent to Redis at "
                                     : "no connection to Redis at ") +
@@ -922,8 +981,9 @@ void ClientCore::expire_due(Clock::time_point now) {
 }
 
 void ClientCore::fail_in_flight(const Failure& failure) {
-  // Calls that may safely run twice go out again, ahead of the queue and in their order;
-  // the others fail: they may or may not have run.
+  // Calls that may safely run twice go out again, in their order, ahead of the queue but behind
+  // the re-sent script calls (which were sent before them); the others fail: they may or may not
+  // have run.
   std::deque<std::unique_ptr<Operation>> resend;
   for (std::size_t i = expired_in_flight_; i < in_flight_.size(); ++i) {
     std::unique_ptr<Operation>& operation = in_flight_[i];
@@ -936,10 +996,8 @@ void ClientCore::fail_in_flight(const Failure& failure) {
   }
   in_flight_.clear();
   expired_in_flight_ = 0;
-  while (!resend.empty()) {
-    waiting_.push_front(std::move(resend.back()));
-    resend.pop_back();
-  }
+  waiting_.insert(waiting_.begin() + static_cast<std::ptrdiff_t>(fallbacks_waiting_),
+                  std::make_move_iterator(resend.begin()), std::make_move_iterator(resend.end()));
 }
 
 void ClientCore::fail_everything(const Failure& failure) {
@@ -949,6 +1007,7 @@ void ClientCore::fail_everything(const Failure& failure) {
   expired_in_flight_ = 0;
   std::deque<std::unique_ptr<Operation>> waiting = std::move(waiting_);
   waiting_.clear();
+  fallbacks_waiting_ = 0;
   for (auto& operation : waiting)
     operation->complete(*this, failure.error, failure.detail);
   notify_connect_waiters(failure);

@@ -5,10 +5,11 @@
 // calling thread may enter it.
 //
 // Operations queue in `waiting_`, move to `in_flight_` when written, and leave it when their last
-// reply arrives. Every operation gets the same timeout, so deadlines grow along
-// in_flight_ + waiting_; that order lets one timer expire them from the front. An operation that
-// expires while in flight stays in in_flight_ (it is a prefix: `expired_in_flight_`) so that its
-// replies, if they come, are matched and dropped.
+// reply arrives. A script call answered NOSCRIPT goes back to the front of `waiting_` as EVAL.
+// Every operation gets the same timeout, so deadlines grow along in_flight_ + waiting_; that order
+// lets one timer expire them from the front. An operation that expires while in flight stays in
+// in_flight_ (it is a prefix: `expired_in_flight_`) so that its replies, if they come, are matched
+// and dropped.
 //
 // Writing: queued calls go out in one non-blocking write, made on the strand by whoever queued
 // them (a call on an idle connection is written at once; calls made by callers that replies
@@ -36,6 +37,7 @@
 
 #include "codec.hpp"
 #include "leasehold/client.hpp"
+#include "leasehold/detail/timer.hpp"
 #include "transport.hpp"
 
 namespace leasehold::detail {
@@ -49,7 +51,7 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   template <class T>
   using Awaitable = asio::awaitable<T, Strand>;
   using Socket = asio::basic_stream_socket<asio::generic::stream_protocol, Strand>;
-  using Timer = asio::basic_waitable_timer<Clock, asio::wait_traits<Clock>, Strand>;
+  using Timer = BasicTimer<Strand>;
 
   using TlsContext = std::shared_ptr<asio::ssl::context>;
 
@@ -101,17 +103,21 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   // Hands out the replies in the `size` bytes just read; false (and `failure`) when the stream is
   // broken.
   bool handle_read(std::size_t size, Failure& failure);
-  Failure lost_while_reading(std::error_code ec) const;
+  Failure lost_while_reading(std::error_code ec);
   Awaitable<void> write_loop(Failure& failure);
   Awaitable<void> expire_loop();
 
   void accept(std::unique_ptr<Operation> operation);
-  void enqueue(std::unique_ptr<Operation> operation, bool at_front);
+  void enqueue(std::unique_ptr<Operation> operation);
   void send_waiting();
   void wake_writer();
   void deliver(Reply&& reply);
   void finish(std::unique_ptr<Operation> operation);
   void expire_due(Clock::time_point now);
+  // Replaces the connection when nothing has been read for silence_limit() since a call that
+  // timed out in flight was made.
+  void check_silence(Clock::time_point now);
+  std::chrono::milliseconds silence_limit() const { return 2 * options_.command_timeout; }
   void rearm_expiry();
   void fail_in_flight(const Failure& failure);
   void fail_everything(const Failure& failure);
@@ -141,12 +147,20 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   std::deque<std::unique_ptr<Operation>> waiting_;
   std::deque<std::unique_ptr<Operation>> in_flight_;
   std::size_t expired_in_flight_ = 0;
+  // Script calls answered NOSCRIPT, queued again as EVAL at the front of waiting_, in the order
+  // they were first sent. They are sent once every call in flight has been answered: a script
+  // call sent after them may still come back NOSCRIPT, and its EVAL must go out before anything
+  // written after it.
+  std::size_t fallbacks_waiting_ = 0;
 
   std::vector<UniqueFunction<void(std::error_code, std::string)>> connect_waiters_;
   bool connected_ = false;
   bool writer_waiting_ = false;  // the writer coroutine waits on writer_wakeup_
   bool delivering_ = false;      // the read loop hands out replies; it sends what they cause
-  Clock::time_point read_time_;  // when the read whose replies are handed out completed
+  Clock::time_point read_time_;  // when the latest read completed (or the connection was made)
+  // When the oldest call made since the latest read was made, once it timed out in flight.
+  std::optional<Clock::time_point> silent_since_;
+  Failure silence_;  // why the connection was replaced for its silence, for the read that fails
   bool closed_ = false;
   bool eviction_policy_checked_ = false;  // once per client, on its first connection
   Failure fatal_;  // set when the server refused our credentials or database: no more attempts

@@ -327,7 +327,7 @@ void ClusterCore::on_replies(const CallPtr& call, const std::string& address,
 
 void ClusterCore::retry_later(const CallPtr& call, std::size_t index,
                               std::chrono::milliseconds delay) {
-  auto timer = std::make_shared<asio::steady_timer>(strand_, delay);
+  auto timer = std::make_shared<Timer>(strand_, delay);
   timer->async_wait([self = shared_from_this(), call, index, timer](std::error_code) {
     if (self->closed_) {
       self->fail(call, make_error_code(errc::closed), "the client was closed");

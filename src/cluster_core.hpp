@@ -12,12 +12,12 @@
 // the call's deadline. None of them ran the command, so sending again is always safe.
 #pragma once
 
-#include <asio/steady_timer.hpp>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
+#include "leasehold/detail/timer.hpp"
 
 #include "client_core.hpp"
 #include "transport.hpp"
@@ -93,9 +93,9 @@ class ClusterCore final : public Transport, public std::enable_shared_from_this<
   // Calls, or the requests of calls (indices), that wait for a node to serve their slot; a call
   // whose keys are not known yet waits with no indices.
   std::vector<std::pair<CallPtr, std::vector<std::size_t>>> parked_;
-  asio::steady_timer parked_timer_;
-  asio::steady_timer refresh_timer_;       // the periodic refresh
-  asio::steady_timer refresh_soon_timer_;  // coalesces refreshes asked for by errors
+  Timer parked_timer_;
+  Timer refresh_timer_;       // the periodic refresh
+  Timer refresh_soon_timer_;  // coalesces refreshes asked for by errors
 
   std::uint64_t refresh_generation_ = 0;
   std::size_t refresh_pending_ = 0;  // CLUSTER SLOTS calls of this generation still out

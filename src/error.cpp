@@ -63,8 +63,10 @@ class Category final : public std::error_category {
         return "The query's keys are in different Redis Cluster hash slots, so no single node can "
                "run it; give its keys a common {hash tag}.";
       case errc::not_replicated:
-        return "Too few replicas acknowledged the acquire within the WAIT timeout, so it was "
-               "released; check the replicas' health or lower the number asked for.";
+        return "The lease was not confirmed on enough replicas (too few acknowledged it within "
+               "the WAIT timeout, or the server refused WAIT), so an acquire was released; check "
+               "the replicas' health and the user's permission for WAIT, or lower the number "
+               "asked for.";
       case errc::tls_failed:
         return "The TLS handshake with Redis failed; check the CA file, the server's certificate "
                "and name, and the client certificate the server may require.";

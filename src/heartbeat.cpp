@@ -47,11 +47,11 @@ void Heartbeat::begin() {
   if (finished_)
     return;
   arm_deadline();
-  schedule_extend(lease_->ttl / 3);
+  schedule_extend(next_extension(lease_->deadline(), lease_->ttl));
 }
 
-void Heartbeat::schedule_extend(Clock::duration delay) {
-  tick_.expires_after(delay);
+void Heartbeat::schedule_extend(Clock::time_point at) {
+  tick_.expires_at(at);
   tick_.async_wait([self = shared_from_this()](std::error_code ec) {
     if (!ec && !self->finished_)
       self->extend();
@@ -76,7 +76,7 @@ void Heartbeat::on_extended(std::error_code ec, bool held) {
   if (ec) {
     // Uncertain: the lease may still be ours. Retry until the deadline timer says otherwise.
     last_error_ = ec;
-    schedule_extend(retry_delay(lease_->ttl));
+    schedule_extend(Clock::now() + retry_delay(lease_->ttl));
     return;
   }
   if (!held) {
@@ -86,7 +86,7 @@ void Heartbeat::on_extended(std::error_code ec, bool held) {
   }
   last_error_ = {};
   arm_deadline();
-  schedule_extend(lease_->ttl / 3);
+  schedule_extend(next_extension(lease_->deadline(), lease_->ttl));
 }
 
 void Heartbeat::arm_deadline() {

@@ -6,17 +6,21 @@
 
 namespace leasehold {
 
+bool LockContext::Node::vouches() const {
+  return held && held->load() && Clock::now() < lease->deadline();
+}
+
 std::optional<std::uint64_t> LockContext::fence(const Locker& locker, std::string_view name) const {
   const std::string key = locker.key(name);
   for (const Node* node = top_.get(); node != nullptr; node = node->parent.get())
-    if (node->locker == &locker && node->key == key && node->fence != 0)
+    if (node->locker == &locker && node->key == key && node->fence != 0 && node->vouches())
       return node->fence;
   return std::nullopt;
 }
 
 bool LockContext::holds(const Locker* locker, std::string_view key) const {
   for (const Node* node = top_.get(); node != nullptr; node = node->parent.get())
-    if (node->locker == locker && node->key == key)
+    if (node->locker == locker && node->key == key && node->vouches())
       return true;
   return false;
 }
@@ -146,6 +150,14 @@ void Locker::release_quietly(const std::shared_ptr<detail::LeaseState>& lease) n
     client_.process(ReleaseLock<detail::WithLockTag>(lease), ignored);
   } catch (...) {
     // A failed release is not reported: the key expires with its TTL.
+  }
+}
+
+void Locker::release_quietly_async(const std::shared_ptr<detail::LeaseState>& lease) noexcept {
+  try {
+    client_.async_process(ReleaseLock<detail::WithLockTag>(lease), [](std::error_code, bool) {});
+  } catch (...) {
+    // As above: the key expires with its TTL.
   }
 }
 

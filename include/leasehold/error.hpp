@@ -41,7 +41,7 @@ enum class errc {
   lock_busy,
   // Redis Cluster.
   cross_slot,      // usage: a query's keys are in different hash slots (refused before sending)
-  not_replicated,  // too few replicas acknowledged an acquire (the WAIT option); it was released
+  not_replicated,  // an acquire was not confirmed on enough replicas (the WAIT option); released
   // The TLS handshake failed (an untrusted or misnamed certificate, a server without TLS, a
   // client certificate the server refused): fatal, like a refused password.
   tls_failed,

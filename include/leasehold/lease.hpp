@@ -11,11 +11,10 @@
 #include <string_view>
 #include <utility>
 
+#include "leasehold/clock.hpp"
 #include "leasehold/error.hpp"
 
 namespace leasehold {
-
-using Clock = std::chrono::steady_clock;
 
 // 16 random bytes from the OS CSPRNG (getrandom(2)). Stored in Redis as 32 hex digits. Printing
 // shows only a short prefix: a whole id is a credential and never goes to a log.
@@ -53,7 +52,15 @@ constexpr Clock::time_point lease_deadline(Clock::time_point sent, std::chrono::
   return sent + ttl - lease_margin(ttl);
 }
 
-// The longest TTL leasehold accepts: far above any sensible lease, far below where steady_clock
+// When a kept-alive lease is extended next: two thirds of its TTL before its deadline (a third
+// of the TTL after it was granted), so that two more tries fit before it runs out; at once when
+// that moment has passed (a token that was kept a while before its heartbeat started).
+constexpr Clock::time_point next_extension(Clock::time_point deadline,
+                                           std::chrono::milliseconds ttl) {
+  return deadline - ttl * 2 / 3;
+}
+
+// The longest TTL leasehold accepts: far above any sensible lease, far below where Clock
 // arithmetic or Redis' PX would overflow.
 inline constexpr std::chrono::milliseconds kMaxTtl = std::chrono::hours(24 * 365 * 10);
 

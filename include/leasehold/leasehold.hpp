@@ -3,6 +3,7 @@
 
 #include "leasehold/capability.hpp"
 #include "leasehold/client.hpp"
+#include "leasehold/clock.hpp"
 #include "leasehold/cron.hpp"
 #include "leasehold/error.hpp"
 #include "leasehold/lease.hpp"

@@ -11,13 +11,12 @@
 #include <utility>
 #include <vector>
 
+#include "leasehold/clock.hpp"
 #include "leasehold/error.hpp"
 #include "leasehold/reply.hpp"
 #include "leasehold/request.hpp"
 
 namespace leasehold {
-
-using Clock = std::chrono::steady_clock;
 
 // The outcome of one query of a batch: a value, or the error that query alone met.
 template <class T>

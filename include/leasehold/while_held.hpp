@@ -11,17 +11,18 @@
 //   leasehold::Held<int> held =
 //       co_await leasehold::async_while_held(redis, token, rebuild_index_async());
 //
-// The heartbeat extends the lease every third of its TTL. `false` from an extension means lost, at
-// once. A Redis error during an extension means "uncertain": it retries until the token's
-// deadline, and only then declares the lease lost, with that error as the cause. Heartbeats are
-// timers on the client's executor: 10 000 held leases cost timers on one thread, not threads.
+// The heartbeat extends the lease a third of its TTL after each grant (counted from the token's
+// deadline, so a token kept a while before the heartbeat starts is extended at once). `false` from
+// an extension means lost, at once. A Redis error during an extension means "uncertain": it retries
+// until the token's deadline, and only then declares the lease lost, with that error as the cause.
+// Heartbeats are timers on the client's executor: 10 000 held leases cost timers on one thread, not
+// threads.
 #pragma once
 
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/redirect_error.hpp>
-#include <asio/steady_timer.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 #include <exception>
@@ -34,6 +35,7 @@
 
 #include "leasehold/client.hpp"
 #include "leasehold/detail/asio_compat.hpp"
+#include "leasehold/detail/timer.hpp"
 #include "leasehold/detail/unique_function.hpp"
 #include "leasehold/lease.hpp"
 #include "leasehold/lock.hpp"
@@ -124,7 +126,7 @@ class Heartbeat : public std::enable_shared_from_this<Heartbeat> {
 
  private:
   void begin();
-  void schedule_extend(Clock::duration delay);
+  void schedule_extend(Clock::time_point at);
   void extend();
   void on_extended(std::error_code ec, bool held);
   void arm_deadline();
@@ -133,8 +135,8 @@ class Heartbeat : public std::enable_shared_from_this<Heartbeat> {
   Client& client_;
   std::shared_ptr<LeaseState> lease_;
   LostCallback on_lost_;
-  asio::steady_timer tick_;
-  asio::steady_timer deadline_timer_;
+  Timer tick_;
+  Timer deadline_timer_;
   std::error_code last_error_;
   bool finished_ = false;
 };
@@ -208,7 +210,7 @@ asio::awaitable<Held<R>> async_while_held(Client& client, const BasicToken<L, Si
   auto executor = co_await asio::this_coro::executor;
   const std::shared_ptr<detail::LeaseState> lease = token.state();
   auto loss = std::make_shared<detail::LossRecord>();
-  auto signal = std::make_shared<asio::steady_timer>(executor, Clock::time_point::max());
+  auto signal = std::make_shared<detail::Timer>(executor, Clock::time_point::max());
   auto heartbeat = detail::Heartbeat::start(client, token.state(),
                                             [loss, signal, executor](std::error_code cause) {
                                               {
@@ -228,7 +230,7 @@ asio::awaitable<Held<R>> async_while_held(Client& client, const BasicToken<L, Si
       co_return Held<R>(co_await std::move(inner));
     }
   };
-  auto wait_for_loss = [](std::shared_ptr<asio::steady_timer> timer) -> asio::awaitable<void> {
+  auto wait_for_loss = [](std::shared_ptr<detail::Timer> timer) -> asio::awaitable<void> {
     std::error_code ignored;
     co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
   };

@@ -21,7 +21,6 @@
 #include <asio/dispatch.hpp>
 #include <asio/post.hpp>
 #include <asio/redirect_error.hpp>
-#include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
@@ -43,6 +42,7 @@
 #include <vector>
 
 #include "leasehold/client.hpp"
+#include "leasehold/detail/timer.hpp"
 #include "leasehold/lock.hpp"
 #include "leasehold/while_held.hpp"
 
@@ -79,6 +79,9 @@ class Locker;
 
 // The call chain of an async with_lock: the callback receives one and passes it to nested calls.
 // Nested calls with it on a key the chain holds run at once; calls without it wait for the lock.
+// It vouches for a lock only while that lock's call holds it: a context kept after its callback
+// settled, or after the lease was lost or the locker shut down, holds nothing (nested calls with
+// it wait for the lock like any other).
 class LockContext {
  public:
   LockContext() = default;
@@ -93,6 +96,10 @@ class LockContext {
     std::string key;
     std::shared_ptr<const Node> parent;
     std::uint64_t fence = 0;
+    // True from the acquire until the callback settles or the lease is lost (or shut down).
+    std::shared_ptr<const std::atomic<bool>> held;
+    std::shared_ptr<const detail::LeaseState> lease;
+    bool vouches() const;
   };
   explicit LockContext(std::shared_ptr<const Node> top) : top_(std::move(top)) {}
   std::shared_ptr<const Node> top_;
@@ -229,6 +236,8 @@ class Locker {
   static void validate(std::string_view name, const WithLockOptions& options);
   // Best-effort release; never throws.
   void release_quietly(const std::shared_ptr<detail::LeaseState>& lease) noexcept;
+  // The same without waiting for the reply (sent at once); for coroutines on any executor.
+  void release_quietly_async(const std::shared_ptr<detail::LeaseState>& lease) noexcept;
 
  private:
   Client& client_;
@@ -284,6 +293,11 @@ detail::sync_callback_result_t<F> Locker::with_lock(std::string_view name, F&& c
         throw Error(make_error_code(errc::closed), "with_lock was cancelled by its stop token");
       return after_shutdown();
     }
+  }
+  // Stopped while the acquire was in flight: the lease it got anyway is given back, unused.
+  if (caller_stop.stop_requested()) {
+    release_quietly(token->state());
+    throw Error(make_error_code(errc::closed), "with_lock was cancelled by its stop token");
   }
 
   // The callback's stop token: requested when the lease is lost or the locker shuts down.
@@ -367,7 +381,7 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
 
   const auto pending_forever = [&]() -> asio::awaitable<void> {
     // After shutdown: never completes normally; the caller's cancellation ends the wait.
-    asio::steady_timer forever(executor, Clock::time_point::max());
+    detail::Timer forever(executor, Clock::time_point::max());
     co_await forever.async_wait(asio::use_awaitable);
     throw Error(make_error_code(errc::closed), "the locker was shut down");
   };
@@ -386,10 +400,17 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
           make_error_code(errc::lock_busy),
           "could not take the lock '" + name + "' in " + std::to_string(attempt + 1) + " attempts");
     }
-    asio::steady_timer pause(executor, jittered(options.retry_delay, options.retry_jitter));
+    detail::Timer pause(executor, jittered(options.retry_delay, options.retry_jitter));
     co_await pause.async_wait(asio::use_awaitable);
     if (is_shut_down())
       co_await pending_forever();
+  }
+  // The caller may have cancelled while the acquire was in flight. A call sent cannot be taken
+  // back: a lease it got anyway is given back at once, and the callback never starts.
+  const asio::cancellation_state caller_state = co_await asio::this_coro::cancellation_state;
+  if (caller_state.cancelled() != asio::cancellation_type::none) {
+    release_quietly_async(token->state());
+    throw std::system_error(asio::error::operation_aborted);
   }
 
   // The race: the callback settling, or the lease being lost (or the locker shutting down). Its
@@ -399,7 +420,7 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
   const RaceStrand strand = asio::make_strand(executor);
   struct Race {
     explicit Race(const RaceStrand& strand) : wake(strand, Clock::time_point::max()) {}
-    asio::basic_waitable_timer<Clock, asio::wait_traits<Clock>, RaceStrand> wake;
+    detail::BasicTimer<RaceStrand> wake;
     asio::cancellation_signal cancel_callback;
     bool settled = false;
     Clock::time_point settled_at;
@@ -420,6 +441,8 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
     std::atomic<bool> shut_down{false};
   };
   auto reports = std::make_shared<Reports>();
+  // What the callback's LockContext vouches by: cleared at the loss, the shutdown, the end.
+  auto context_held = std::make_shared<std::atomic<bool>>(true);
   // The reporters hold the race weakly: it owns a timer of the caller's executor, so it must die
   // there (in this frame or the callback's completion), not on the thread that destroys the
   // heartbeat, maybe after the caller's io_context is gone.
@@ -439,7 +462,8 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
       }
     });
   };
-  const std::optional<HeldId> registered = register_held(lease, [reports, report] {
+  const std::optional<HeldId> registered = register_held(lease, [reports, report, context_held] {
+    *context_held = false;
     reports->shut_down = true;
     report([](Race& race) { race.shut_down = true; });
   });
@@ -448,14 +472,15 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
     co_await pending_forever();
   }
   const HeldId held_id = *registered;
-  auto heartbeat =
-      detail::Heartbeat::start(client_, lease, [reports, report](std::error_code cause) {
-        reports->lost = true;
-        report([cause](Race& race) {
-          race.lost = true;
-          race.cause = cause;
-        });
-      });
+  auto heartbeat = detail::Heartbeat::start(client_, lease,
+                                            [reports, report, context_held](std::error_code cause) {
+                                              *context_held = false;
+                                              reports->lost = true;
+                                              report([cause](Race& race) {
+                                                race.lost = true;
+                                                race.cause = cause;
+                                              });
+                                            });
 
   // The spawned callback owns the callable: after a loss this call returns at once, and the
   // callback may run on (until it notices the cancellation) after this frame is gone. It runs on
@@ -469,31 +494,33 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
     }
   };
   LockContext inner(std::make_shared<const LockContext::Node>(
-      LockContext::Node{this, lock_key, context.top_, lease->fence}));
-  asio::co_spawn(strand, run_owned(owned, std::move(inner)),
-                 asio::bind_cancellation_slot(
-                     race->cancel_callback.slot(),
-                     asio::bind_executor(strand, [this, race, reports, heartbeat, lease, held_id](
-                                                     std::exception_ptr error, auto... result) {
-                       race->settled_at = Clock::now();
-                       race->lost_before_settling = reports->lost;
-                       race->shut_down_before_settling = reports->shut_down;
-                       // Settled: stop extending and release at once, whether or not anyone still
-                       // waits.
-                       heartbeat->stop();
-                       unregister_held(held_id);
-                       if (!race->shut_down_before_settling) {
-                         client_.async_process(ReleaseLock<detail::WithLockTag>(lease),
-                                               [](std::error_code, bool) {});
-                       }
-                       race->settled = true;
-                       race->thrown = error;
-                       if constexpr (sizeof...(result) == 0)
-                         race->value.emplace(0);
-                       else if (!error)
-                         race->value.emplace(std::move(result)...);
-                       race->wake.cancel();
-                     })));
+      LockContext::Node{this, lock_key, context.top_, lease->fence, context_held, lease}));
+  asio::co_spawn(
+      strand, run_owned(owned, std::move(inner)),
+      asio::bind_cancellation_slot(
+          race->cancel_callback.slot(),
+          asio::bind_executor(strand, [this, race, reports, heartbeat, lease, held_id,
+                                       context_held](std::exception_ptr error, auto... result) {
+            *context_held = false;
+            race->settled_at = Clock::now();
+            race->lost_before_settling = reports->lost;
+            race->shut_down_before_settling = reports->shut_down;
+            // Settled: stop extending and release at once, whether or not anyone still
+            // waits.
+            heartbeat->stop();
+            unregister_held(held_id);
+            if (!race->shut_down_before_settling) {
+              client_.async_process(ReleaseLock<detail::WithLockTag>(lease),
+                                    [](std::error_code, bool) {});
+            }
+            race->settled = true;
+            race->thrown = error;
+            if constexpr (sizeof...(result) == 0)
+              race->value.emplace(0);
+            else if (!error)
+              race->value.emplace(std::move(result)...);
+            race->wake.cancel();
+          })));
 
   // Waits on the strand for the race to end, and judges it there: a report may still arrive
   // (on the strand) after this returns, so the caller's coroutine reads only this verdict, and

@@ -637,6 +637,122 @@ TEST_F(WithLockTest, ACallerThatCancelsEndsTheCallAndTheCallbackAndTheLockIsRele
   EXPECT_TRUE(io.stopped()) << "something was left running";
 }
 
+// True once a client's command waits in the paused server (CLIENT PAUSE WRITE blocks it).
+bool acquire_is_waiting_in(const RedisServer& server) {
+  return eventually([&] {
+    return server.command({"INFO", "clients"}).str.find("blocked_clients:1") != std::string::npos;
+  });
+}
+
+TEST(WithLockCancellation, ACallCancelledWhileItsAcquireIsInFlightNeverStartsAndGivesTheLeaseBack) {
+  RedisServer server;  // paused by this test
+  Client redis(server.unix_url());
+  Locker locker(redis);
+  asio::io_context io;
+  asio::cancellation_signal caller;
+  bool started = false;
+  std::optional<std::error_code> call_ended;
+  // Writes wait in the server until it is unpaused: the acquire is sent and cannot be answered.
+  server.command({"CLIENT", "PAUSE", "10000", "WRITE"});
+  asio::co_spawn(io,
+                 locker.async_with_lock(
+                     "job",
+                     [&]() -> asio::awaitable<void> {
+                       started = true;
+                       co_return;
+                     },
+                     {.ttl = 30s}),
+                 asio::bind_cancellation_slot(caller.slot(), [&](std::exception_ptr error) {
+                   try {
+                     if (error)
+                       std::rethrow_exception(error);
+                     call_ended = std::error_code{};
+                   } catch (const std::system_error& e) {
+                     call_ended = e.code();
+                   }
+                 }));
+  io.poll();  // the call runs up to its acquire, whose reply cannot come yet
+  ASSERT_TRUE(acquire_is_waiting_in(server));
+  ASSERT_FALSE(call_ended.has_value());
+  caller.emit(asio::cancellation_type::terminal);  // on the io_context's thread, as Asio asks
+  server.command({"CLIENT", "UNPAUSE"});           // the acquire runs and takes the lock
+  io.run_for(5s);
+  ASSERT_TRUE(call_ended.has_value()) << "the cancelled call never ended";
+  EXPECT_EQ(*call_ended, asio::error::operation_aborted);
+  EXPECT_FALSE(started) << "the callback started after its call was cancelled";
+  // Given back at once, not left to its 30 s TTL.
+  EXPECT_TRUE(eventually([&] { return server.command({"EXISTS", locker.key("job")}).integer == 0; },
+                         5s))
+      << "the lease the cancelled acquire took was not released";
+}
+
+TEST(WithLockCancellation, AStopTokenRequestedWhileTheAcquireIsInFlightNeverRunsTheCallback) {
+  RedisServer server;  // paused by this test
+  Client redis(server.unix_url());
+  Locker locker(redis);
+  std::stop_source caller;
+  server.command({"CLIENT", "PAUSE", "10000", "WRITE"});
+  // The acquire is in flight once the server has it waiting; then the caller gives up, and the
+  // server goes on.
+  std::thread cancel([&] {
+    EXPECT_TRUE(acquire_is_waiting_in(server));
+    caller.request_stop();
+    server.command({"CLIENT", "UNPAUSE"});
+  });
+  bool ran = false;
+  try {
+    locker.with_lock("job", [&] { ran = true; }, {.ttl = 30s}, caller.get_token());
+    ADD_FAILURE() << "with_lock returned normally after its stop token was requested";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), errc::closed) << e.what();
+  }
+  cancel.join();
+  EXPECT_FALSE(ran) << "the callback ran after its call's stop token was requested";
+  EXPECT_TRUE(eventually([&] { return server.command({"EXISTS", locker.key("job")}).integer == 0; },
+                         5s))
+      << "the lease taken while the stop was requested was not released";
+}
+
+TEST_F(WithLockTest, ASavedLockContextStopsVouchingOnceItsCallEnded) {
+  Client redis(server_->unix_url());
+  Locker locker(redis);
+  Client other_redis(server_->unix_url());
+  Locker other(other_redis);
+  asio::io_context io;
+  LockContext saved;
+  bool inside_someone_elses_lock = false;
+  bool refused = false;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await locker.async_with_lock(name_, [&](LockContext context) -> asio::awaitable<void> {
+          EXPECT_TRUE(context.holds(&locker, locker.key(name_)));
+          saved = context;  // kept beyond the callback
+          co_return;
+        });
+        // Someone else holds the lock now; the saved context must not let a callback in.
+        EXPECT_FALSE(saved.holds(&locker, locker.key(name_)));
+        co_await other.async_with_lock(name_, [&]() -> asio::awaitable<void> {
+          try {
+            co_await locker.async_with_lock(
+                saved, name_,
+                [&]() -> asio::awaitable<void> {
+                  inside_someone_elses_lock = true;
+                  co_return;
+                },
+                {.retry_attempts = 0});
+          } catch (const AcquireError&) {
+            refused = true;
+          }
+        });
+      },
+      testing::rethrow_failure);
+  io.run();
+  EXPECT_FALSE(inside_someone_elses_lock) << "a saved context ran a callback inside another "
+                                             "locker's critical section";
+  EXPECT_TRUE(refused);
+}
+
 TEST_F(WithLockTest, AsyncResultsAndExceptionsPassThrough) {
   asio::io_context io;
   Client redis(io.get_executor(), server_->unix_url());

@@ -55,7 +55,26 @@ using namespace std::chrono_literals;
 using leasehold::testing::EventKind;
 using leasehold::testing::monotonic_ns;
 using leasehold::testing::Recorder;
-using leasehold::testing::to_monotonic_ns;
+
+// A lease deadline (leasehold::Clock, CLOCK_BOOTTIME) on the history's CLOCK_MONOTONIC scale. The
+// two clocks differ by the time the host was suspended, which does not change while a scenario
+// runs: the offset is read once, the monotonic reading bracketed by two boot readings (again if
+// this process was stopped or preempted in between), so that every deadline maps the same way.
+std::int64_t to_monotonic_ns(leasehold::Clock::time_point deadline) {
+  static const std::chrono::nanoseconds boot_minus_monotonic = [] {
+    for (;;) {
+      const auto boot_before = leasehold::Clock::now();
+      const auto monotonic_now = std::chrono::steady_clock::now();
+      const auto boot_after = leasehold::Clock::now();
+      if (boot_after - boot_before <= 100us)
+        return boot_after.time_since_epoch() - monotonic_now.time_since_epoch();
+    }
+  }();
+  // Mapped a little early (by at most the bracket), never late.
+  return leasehold::testing::to_monotonic_ns(std::chrono::steady_clock::time_point(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(deadline.time_since_epoch() -
+                                                                      boot_minus_monotonic)));
+}
 
 constexpr std::string_view kFenceScript = R"(
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -306,13 +325,17 @@ struct LeaseWorker {
   void section(const Token& token, const std::string& name, std::uint64_t lease,
                std::chrono::milliseconds length) {
     std::atomic<std::int64_t> lost_at{0};
-    std::int64_t seen_deadline = to_monotonic_ns(token.deadline());
+    // Compared on the lease's own clock: the mapping onto the history's differs by nanoseconds
+    // from one reading to the next, which must not pass for an extension.
+    leasehold::Clock::time_point seen_deadline = token.deadline();
     const auto observe = [&] {
-      const std::int64_t deadline = to_monotonic_ns(token.deadline());
+      const leasehold::Clock::time_point deadline = token.deadline();
       if (deadline > seen_deadline) {
         seen_deadline = deadline;
-        recorder.record(
-            {.kind = EventKind::extend_ok, .name = name, .lease = lease, .deadline = deadline});
+        recorder.record({.kind = EventKind::extend_ok,
+                         .name = name,
+                         .lease = lease,
+                         .deadline = to_monotonic_ns(deadline)});
       }
     };
     const bool write_after_loss = options.flag("write-after-loss");
@@ -492,16 +515,16 @@ struct RwLockWorker {
   void section(const Token& token, const std::string& name, std::uint64_t lease, char mode) {
     const std::string counter = prefix + ":counter:" + name;
     std::atomic<std::int64_t> lost_at{0};
-    std::int64_t seen_deadline = to_monotonic_ns(token.deadline());
+    leasehold::Clock::time_point seen_deadline = token.deadline();  // see the Lock worker's
     const auto observe = [&] {
-      const std::int64_t deadline = to_monotonic_ns(token.deadline());
+      const leasehold::Clock::time_point deadline = token.deadline();
       if (deadline > seen_deadline) {
         seen_deadline = deadline;
         recorder.record({.kind = EventKind::extend_ok,
                          .name = name,
                          .lease = lease,
                          .mode = mode,
-                         .deadline = deadline});
+                         .deadline = to_monotonic_ns(deadline)});
       }
     };
     std::int64_t ended = 0;

@@ -276,6 +276,31 @@ TEST(LeaseDeadline, AReplyAfterTheDeadlineDoesNotCountAsHeld) {
   EXPECT_EQ(late.error(), errc::command_timeout);
 }
 
+TEST(LeaseClock, CountsOnTheBootClockWhichGoesOnDuringASuspend) {
+  // CLOCK_MONOTONIC (steady_clock) stops while the host is suspended; CLOCK_BOOTTIME does not.
+  const auto boot_ns = [] {
+    timespec now{};
+    ::clock_gettime(CLOCK_BOOTTIME, &now);
+    return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+  };
+  const std::int64_t before = boot_ns();
+  const std::int64_t reading = Clock::now().time_since_epoch().count();
+  const std::int64_t after = boot_ns();
+  EXPECT_LE(before, reading);
+  EXPECT_LE(reading, after);
+  static_assert(Clock::is_steady);
+}
+
+TEST(LeaseTiming, TheNextExtensionCountsFromTheDeadline) {
+  const Clock::time_point sent{Clock::duration(3'000'000'000)};
+  const auto deadline = lease_deadline(sent, 1500ms);
+  // A third of the TTL after the grant (less the drift margin), whenever the heartbeat started.
+  EXPECT_EQ(next_extension(deadline, 1500ms), sent + 500ms - lease_margin(1500ms));
+  // A token with 382 ms left is due at once: its next extension is already in the past.
+  const Clock::time_point late = deadline - 382ms;
+  EXPECT_LT(next_extension(deadline, 1500ms), late);
+}
+
 TEST(LockToken, KnowsHowLongItIsValid) {
   const auto query = Lock<std::string>("t", 1000ms).try_lock("n");
   const Clock::time_point sent{Clock::duration(7'000'000'000)};

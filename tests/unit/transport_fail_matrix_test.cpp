@@ -657,6 +657,44 @@ TEST(Transport, LateReplyToATimedOutCallIsDroppedNotGivenToTheNextCall) {
   EXPECT_EQ(peer.connections(), 1u);
 }
 
+// A connection that falls silent (no FIN, no RST: the peer keeps the socket and answers nothing)
+// is replaced once nothing came for twice the command timeout since a call that timed out.
+TEST(Transport, ASilentConnectionIsReplacedWithinTwiceTheCommandTimeout) {
+  FakePeer peer([](const PeerEvent& event) {
+    if (event.connection == 0 && event.step == kFirstCallStep)
+      return PeerAction::stall();
+    return answer_like_redis(event);
+  });
+  Client client(peer.url(), fast_options());
+  ASSERT_FALSE(connect(client));
+  const auto made = std::chrono::steady_clock::now();
+  EXPECT_EQ(run_call(client, Command{"ECHO", "lost"}).error, errc::command_timeout);
+  ASSERT_TRUE(peer.wait_for_connections(2)) << "the silent connection was never replaced";
+  // Not before twice the command timeout (250 ms): a paused server may still answer.
+  EXPECT_GE(std::chrono::steady_clock::now() - made, 500ms);
+  reconnect(client);
+  EXPECT_TRUE(replied(run_call(client, Command{"ECHO", "back"}), Reply::make_string("back")));
+}
+
+// A call that times out on a server that then answers (paused, then resumed) keeps the connection.
+TEST(Transport, AConnectionThatAnswersLateIsKept) {
+  FakePeer peer([](const PeerEvent& event) {
+    if (is(event, "ECHO") && event.command[1] == "slow")
+      return answer_like_redis(event).deferred();
+    return answer_like_redis(event);
+  });
+  Client client(peer.url(), fast_options());
+  ASSERT_FALSE(connect(client));
+  EXPECT_EQ(run_call(client, Command{"ECHO", "slow"}).error, errc::command_timeout);
+  // The next call's reply comes after slow's, well within twice the timeout of slow.
+  EXPECT_TRUE(replied(run_call(client, Command{"ECHO", "next"}), Reply::make_string("next")));
+  // Past the silence limit of the first call: the connection answered, so it stays.
+  const auto until = std::chrono::steady_clock::now() + 600ms;
+  while (std::chrono::steady_clock::now() < until)
+    EXPECT_TRUE(replied(run_call(client, Command{"ECHO", "more"}), Reply::make_string("more")));
+  EXPECT_EQ(peer.connections(), 1u);
+}
+
 TEST(Transport, SyncCallThatTimesOutThrowsCommandTimeout) {
   FakePeer peer([](const PeerEvent& event) {
     if (event.step == kFirstCallStep)
@@ -774,6 +812,84 @@ TEST(Transport, NoScriptFallsBackToEvalOnTheSameConnection) {
                                         {"PING"},
                                         {"EVALSHA", script.sha1(), "1", "k", "v"},
                                         {"EVAL", "return 42", "1", "k", "v"}}));
+}
+
+// The script calls that Redis answered NOSCRIPT go out again as EVAL in the order they were first
+// sent, and before any call written after them.
+TEST(Transport, NoScriptResendsKeepTheOrderOfThePipeline) {
+  const Script script("return ARGV[1]");
+  const auto noscript = resp::error("NOSCRIPT No matching script. Please use EVAL.");
+  FakePeer peer([&](const PeerEvent& event) {
+    if (is(event, "EVALSHA") && event.command.back() != "d")
+      return PeerAction::send(noscript).deferred();  // all four come back together
+    if (is(event, "EVALSHA"))
+      return PeerAction::send(noscript);
+    if (is(event, "EVAL"))
+      return PeerAction::send(resp::bulk(event.command.back()));
+    return answer_like_redis(event);
+  });
+  Client client(peer.url(), patient_options());
+  ASSERT_FALSE(connect(client));
+  std::vector<std::shared_ptr<std::promise<std::error_code>>> done;
+  for (const char* arg : {"a", "b", "c", "d"}) {
+    auto promise = std::make_shared<std::promise<std::error_code>>();
+    done.push_back(promise);
+    client.async_process(ScriptCall{&script, {"k"}, {arg}},
+                         [promise](std::error_code ec, Reply) { promise->set_value(ec); });
+  }
+  for (auto& promise : done) {
+    auto future = promise->get_future();
+    ASSERT_EQ(future.wait_for(kDeadline), std::future_status::ready);
+    EXPECT_FALSE(future.get());
+  }
+  const Commands log = peer.commands(0);
+  std::vector<std::string> evals;
+  for (const auto& command : log)
+    if (command.front() == "EVAL")
+      evals.push_back(command.back());
+  EXPECT_EQ(evals, (std::vector<std::string>{"a", "b", "c", "d"}));
+}
+
+// A script call still in flight behind one answered NOSCRIPT may come back NOSCRIPT too: the
+// first one's EVAL waits for it, so that a call made in between never overtakes either.
+TEST(Transport, ACallMadeAfterANoScriptReplyWaitsForTheResentScriptCalls) {
+  const Script script("return ARGV[1]");
+  const auto noscript = resp::error("NOSCRIPT No matching script. Please use EVAL.");
+  FakePeer peer([&](const PeerEvent& event) {
+    if (is(event, "EVALSHA") && event.command.back() == "a")
+      return PeerAction::send(noscript).deferred();
+    if (is(event, "GET"))
+      return PeerAction::send(resp::nil()).deferred();
+    if (is(event, "EVALSHA"))  // "b": a's and GET's replies first, each read on its own
+      return PeerAction::send(noscript).one_byte_at_a_time();
+    if (is(event, "EVAL"))
+      return PeerAction::send(resp::bulk(event.command.back()));
+    return answer_like_redis(event);
+  });
+  Client client(peer.url(), patient_options());
+  ASSERT_FALSE(connect(client));
+  auto all_done = std::make_shared<std::promise<void>>();
+  auto left = std::make_shared<std::atomic<int>>(4);
+  const auto one_done = [all_done, left](std::error_code ec, auto&&...) {
+    EXPECT_FALSE(ec) << ec.message();
+    if (--*left == 0)
+      all_done->set_value();
+  };
+  client.async_process(ScriptCall{&script, {"k"}, {"a"}}, one_done);
+  // GET's reply comes after a's NOSCRIPT and before b's: the SET made then is written after b.
+  client.async_process(Command{"GET", "k"}, [&client, one_done](std::error_code ec, Reply) {
+    one_done(ec);
+    client.async_process(Command{"SET", "k", "v"}, one_done);
+  });
+  client.async_process(ScriptCall{&script, {"k"}, {"b"}}, one_done);
+  auto future = all_done->get_future();
+  ASSERT_EQ(future.wait_for(kDeadline), std::future_status::ready);
+  Commands log = peer.commands(0);
+  ASSERT_GE(log.size(), 6u);
+  log.erase(log.begin(), log.end() - 6);  // the handshake
+  for (auto& command : log)
+    command.resize(1);  // the command names say the order
+  EXPECT_EQ(log, (Commands{{"EVALSHA"}, {"GET"}, {"EVALSHA"}, {"EVAL"}, {"EVAL"}, {"SET"}}));
 }
 
 }  // namespace
