@@ -2,7 +2,7 @@
 // figures they report.
 //
 // LEASEHOLD_TORTURE_SCALE picks the scale: unset or "short" for the short tier of scripts/test
-// (each scenario a few seconds), "full" for scripts/soak (the durations and counts of issue #9),
+// (each scenario a few seconds), "full" for scripts/soak (the durations and counts of docs/reliability.md),
 // or a number (1 = full). LEASEHOLD_TORTURE_KEEP=DIR keeps every scenario's histories under DIR.
 #pragma once
 
