@@ -45,14 +45,14 @@ TEST(KeepAliveSchedule, WithLockKeepsALeaseWhoseAcquireReplyCameLate) {
   server.command({"CLIENT", "PAUSE", "1000", "WRITE"});
   const auto called = Clock::now();
   bool ran = false;
-  EXPECT_NO_THROW(locker.with_lock(
-      "report",
-      [&](std::stop_token stop) {
-        ran = true;
-        while (!stop.stop_requested() && Clock::now() < called + 2200ms)
-          std::this_thread::sleep_for(5ms);  // the work itself
-      },
-      {.ttl = 1500ms}));
+  EXPECT_NO_THROW(locker.with_lock("report",
+                                   [&](std::stop_token stop) {
+                                     ran = true;
+                                     while (!stop.stop_requested() &&
+                                            Clock::now() < called + 2200ms)
+                                       std::this_thread::sleep_for(5ms);  // the work itself
+                                   },
+                                   {.ttl = 1500ms}));
   EXPECT_TRUE(ran);
 }
 

@@ -32,8 +32,9 @@ TEST(ReplicaAcksRefused, AnAclWithoutWaitSaysSoAndReleasesTheAcquire) {
     EXPECT_NE(what.find("ACL SETUSER locker +wait"), std::string::npos) << what;
     EXPECT_EQ(what.find("only 0 of"), std::string::npos) << what;
   }
-  EXPECT_TRUE(eventually([&] { return server.command({"EXISTS", lock.key("job")}).integer == 0; }))
-      << "the acquire's lease was left behind";
+  EXPECT_TRUE(eventually([&] {
+    return server.command({"EXISTS", lock.key("job")}).integer == 0;
+  })) << "the acquire's lease was left behind";
 }
 
 }  // namespace

@@ -655,13 +655,12 @@ TEST(WithLockCancellation, ACallCancelledWhileItsAcquireIsInFlightNeverStartsAnd
   // Writes wait in the server until it is unpaused: the acquire is sent and cannot be answered.
   server.command({"CLIENT", "PAUSE", "10000", "WRITE"});
   asio::co_spawn(io,
-                 locker.async_with_lock(
-                     "job",
-                     [&]() -> asio::awaitable<void> {
-                       started = true;
-                       co_return;
-                     },
-                     {.ttl = 30s}),
+                 locker.async_with_lock("job",
+                                        [&]() -> asio::awaitable<void> {
+                                          started = true;
+                                          co_return;
+                                        },
+                                        {.ttl = 30s}),
                  asio::bind_cancellation_slot(caller.slot(), [&](std::exception_ptr error) {
                    try {
                      if (error)
@@ -681,8 +680,11 @@ TEST(WithLockCancellation, ACallCancelledWhileItsAcquireIsInFlightNeverStartsAnd
   EXPECT_EQ(*call_ended, asio::error::operation_aborted);
   EXPECT_FALSE(started) << "the callback started after its call was cancelled";
   // Given back at once, not left to its 30 s TTL.
-  EXPECT_TRUE(eventually([&] { return server.command({"EXISTS", locker.key("job")}).integer == 0; },
-                         5s))
+  EXPECT_TRUE(eventually(
+      [&] {
+        return server.command({"EXISTS", locker.key("job")}).integer == 0;
+      },
+      5s))
       << "the lease the cancelled acquire took was not released";
 }
 
@@ -701,15 +703,19 @@ TEST(WithLockCancellation, AStopTokenRequestedWhileTheAcquireIsInFlightNeverRuns
   });
   bool ran = false;
   try {
-    locker.with_lock("job", [&] { ran = true; }, {.ttl = 30s}, caller.get_token());
+    locker.with_lock(
+        "job", [&] { ran = true; }, {.ttl = 30s}, caller.get_token());
     ADD_FAILURE() << "with_lock returned normally after its stop token was requested";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), errc::closed) << e.what();
   }
   cancel.join();
   EXPECT_FALSE(ran) << "the callback ran after its call's stop token was requested";
-  EXPECT_TRUE(eventually([&] { return server.command({"EXISTS", locker.key("job")}).integer == 0; },
-                         5s))
+  EXPECT_TRUE(eventually(
+      [&] {
+        return server.command({"EXISTS", locker.key("job")}).integer == 0;
+      },
+      5s))
       << "the lease taken while the stop was requested was not released";
 }
 
@@ -734,13 +740,12 @@ TEST_F(WithLockTest, ASavedLockContextStopsVouchingOnceItsCallEnded) {
         EXPECT_FALSE(saved.holds(&locker, locker.key(name_)));
         co_await other.async_with_lock(name_, [&]() -> asio::awaitable<void> {
           try {
-            co_await locker.async_with_lock(
-                saved, name_,
-                [&]() -> asio::awaitable<void> {
-                  inside_someone_elses_lock = true;
-                  co_return;
-                },
-                {.retry_attempts = 0});
+            co_await locker.async_with_lock(saved, name_,
+                                            [&]() -> asio::awaitable<void> {
+                                              inside_someone_elses_lock = true;
+                                              co_return;
+                                            },
+                                            {.retry_attempts = 0});
           } catch (const AcquireError&) {
             refused = true;
           }

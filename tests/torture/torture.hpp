@@ -2,8 +2,9 @@
 // figures they report.
 //
 // LEASEHOLD_TORTURE_SCALE picks the scale: unset or "short" for the short tier of scripts/test
-// (each scenario a few seconds), "full" for scripts/soak (the durations and counts of docs/reliability.md),
-// or a number (1 = full). LEASEHOLD_TORTURE_KEEP=DIR keeps every scenario's histories under DIR.
+// (each scenario a few seconds), "full" for scripts/soak (the durations and counts that
+// docs/reliability.md quotes), or a number (1 = full). LEASEHOLD_TORTURE_KEEP=DIR keeps every
+// scenario's histories under DIR.
 #pragma once
 
 #include <sys/types.h>
