@@ -10,8 +10,8 @@
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
+#include "client_operations.hpp"
 #include "leasehold/detail/asio_compat.hpp"
-#include "leasehold/log.hpp"
 #include "tls.hpp"
 
 namespace leasehold::detail {
@@ -39,214 +39,6 @@ void rethrow_unexpected(std::exception_ptr error) {
 }
 
 }  // namespace
-
-// The script calls of an operation that Redis answered NOSCRIPT (the script cache was flushed
-// or the server restarted; nothing ran), sent again as EVAL, which caches the script again. Their
-// replies go to the original operation, which then completes.
-//
-// A script call that a cluster sent after ASKING (to a node that imports its slot) needs ASKING
-// again right before its EVAL.
-class EvalFallback final : public Operation {
- public:
-  explicit EvalFallback(std::unique_ptr<Operation> original) : original_(std::move(original)) {
-    static const Request asking = Request::command({"ASKING"}).without_keys();
-    const std::span<const Request> requests = original_->requests();
-    for (std::size_t index : original_->noscript_replies) {
-      if (index > 0 && requests[index - 1].bytes() == asking.bytes()) {
-        fallbacks_.push_back(asking);
-        originals_.push_back(kNone);
-      }
-      fallbacks_.push_back(requests[index].eval_fallback());
-      originals_.push_back(index);
-    }
-    set_requests(fallbacks_);
-    sent = original_->sent;
-    deadline = original_->deadline;
-  }
-
-  void on_reply(std::size_t index, Reply&& reply) override {
-    if (originals_[index] != kNone)
-      original_->on_reply(originals_[index], std::move(reply));
-  }
-  void complete(Transport& core, std::error_code error, std::string detail) override {
-    original_->complete(core, error, std::move(detail));
-  }
-
- private:
-  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
-  std::unique_ptr<Operation> original_;
-  std::vector<Request> fallbacks_;
-  std::vector<std::size_t> originals_;  // the original's index per fallback; kNone for ASKING
-};
-
-// ClientOptions::replica_acks: the replies to lease grants are held back until WAIT, sent on the
-// same connection after the operation's replies came, says enough replicas have them (WAIT
-// covers every write sent before it on the connection). Too few: the grants' replies become
-// NOTREPLICATED errors (errc::not_replicated), and the query releases what it took.
-struct HeldGrants {
-  std::unique_ptr<Operation> operation;
-  std::vector<std::optional<Reply>> replies;  // by request index: the held grant replies
-  int replicas = 0;
-  std::chrono::milliseconds timeout{0};
-
-  // Hands the held replies (or NOTREPLICATED errors instead, if `why` is not empty) over.
-  void hand_over(const std::string& why) {
-    for (std::size_t i = 0; i < replies.size(); ++i) {
-      if (replies[i])
-        operation->on_reply(i, why.empty() ? std::move(*replies[i]) : Reply::make_error(why));
-    }
-  }
-};
-
-class WaitForReplicas final : public Operation {
- public:
-  explicit WaitForReplicas(HeldGrants grants)
-      : grants_(std::move(grants)),
-        request_(Request::command({"WAIT", std::to_string(grants_.replicas),
-                                   std::to_string(grants_.timeout.count())})
-                     .without_keys()
-                     .retry_safe()) {
-    set_requests({&request_, 1});
-    sent = Clock::now();
-  }
-
-  void on_reply(std::size_t, Reply&& reply) override { acks_ = std::move(reply); }
-  void complete(Transport& core, std::error_code error, std::string detail) override {
-    if (error) {
-      // Unknown: the grant happened, its replication is not known.
-      grants_.operation->complete(core, error, std::move(detail));
-      return;
-    }
-    std::string why;
-    if (acks_.type != Reply::Type::integer) {
-      why = refused_wait(core);
-    } else if (acks_.integer < grants_.replicas) {
-      why = "NOTREPLICATED only " + std::to_string(acks_.integer) + " of " +
-            std::to_string(grants_.replicas) + " replicas acknowledged the lease within " +
-            std::to_string(grants_.timeout.count()) + " ms";
-    }
-    grants_.hand_over(why);
-    grants_.operation->complete(core, {}, {});
-  }
-
- private:
-  // The server answered WAIT with an error (an ACL without it, a replica): say so, and what to
-  // change, rather than "too few replicas".
-  std::string refused_wait(const Transport& core) const {
-    std::string why = "NOTREPLICATED Redis at " + core.url().address() +
-                      " refused WAIT, which ClientOptions::replica_acks sends after each acquire "
-                      "and extend (" +
-                      to_string(acks_) + "); ";
-    if (acks_.str.starts_with("NOPERM")) {
-      const std::string user = core.url().user.empty() ? "default" : core.url().user;
-      why += "allow it to the user '" + user + "' (ACL SETUSER " + user +
-             " +wait), or set replica_acks to 0";
-    } else {
-      why += "set replica_acks to 0 if this server cannot run it";
-    }
-    return why;
-  }
-
-  HeldGrants grants_;
-  Request request_;
-  Reply acks_;
-};
-
-// After the first connection: INFO memory, and a warning (through the log hook) when the server
-// may evict keys. Lock keys all carry a TTL, so every policy but noeviction can pick them (the
-// volatile-* ones too), and an evicted lock is free while its holder still works; allkeys-*
-// policies can also evict fence counters, which then start again.
-class EvictionPolicyCheck final : public Operation {
- public:
-  explicit EvictionPolicyCheck(std::string address)
-      : address_(std::move(address)),
-        request_(Request::command({"INFO", "memory"}).without_keys().retry_safe()) {
-    set_requests({&request_, 1});
-    sent = Clock::now();
-  }
-
-  void on_reply(std::size_t, Reply&& reply) override { info_ = std::move(reply); }
-  void complete(Transport&, std::error_code error, std::string) override {
-    // A server that refuses INFO (an ACL, a managed service) leaves the policy unknown: that is
-    // no reason to bother anyone.
-    if (error || info_.type != Reply::Type::string)
-      return;
-    const std::string policy = field("maxmemory_policy");
-    if (policy.empty() || policy == "noeviction")
-      return;
-    const std::string maxmemory = field("maxmemory");
-    log(LogLevel::warning,
-        "Redis at " + address_ + " has maxmemory-policy " + policy +
-            (maxmemory == "0" ? " (no maxmemory set yet)" : " with maxmemory " + maxmemory) +
-            ": when memory runs short it may evict lock keys, and an evicted lock is free while "
-            "its holder still works; set maxmemory-policy noeviction (full memory then refuses "
-            "new leases with an error instead)");
-  }
-
- private:
-  // The value of "name:value" in INFO's text.
-  std::string field(std::string_view name) const {
-    const std::string_view text = info_.str;
-    for (std::size_t at = 0; at < text.size();) {
-      const std::size_t end = std::min(text.find("\r\n", at), text.size());
-      const std::string_view line = text.substr(at, end - at);
-      if (line.size() > name.size() && line.starts_with(name) && line[name.size()] == ':')
-        return std::string(line.substr(name.size() + 1));
-      at = end + 2;
-    }
-    return {};
-  }
-
-  std::string address_;
-  Request request_;
-  Reply info_;
-};
-
-class ReplicaAcknowledged final : public Operation {
- public:
-  ReplicaAcknowledged(std::unique_ptr<Operation> inner, int replicas,
-                      std::chrono::milliseconds timeout) {
-    grants_.operation = std::move(inner);
-    grants_.replicas = replicas;
-    grants_.timeout = timeout;
-    set_requests(grants_.operation->requests());
-    sent = grants_.operation->sent;
-    deadline = grants_.operation->deadline;
-    grants_.replies.resize(requests().size());
-  }
-
-  static bool wanted(const Operation& operation) {
-    for (const Request& request : operation.requests())
-      if (request.is_lease_grant())
-        return true;
-    return false;
-  }
-
-  void on_reply(std::size_t index, Reply&& reply) override {
-    if (requests()[index].is_lease_grant() && !reply.is_error()) {
-      grants_.replies[index] = std::move(reply);
-      return;
-    }
-    grants_.operation->on_reply(index, std::move(reply));
-  }
-
-  void complete(Transport& core, std::error_code error, std::string detail) override {
-    bool granted = false;
-    for (const auto& reply : grants_.replies)
-      granted = granted || reply.has_value();
-    if (error || !granted) {
-      if (!error)
-        grants_.hand_over({});
-      grants_.operation->complete(core, error, std::move(detail));
-      return;
-    }
-    // This operation ends when complete() returns: the WAIT takes over what it holds.
-    core.submit(std::make_unique<WaitForReplicas>(std::move(grants_)));
-  }
-
- private:
-  HeldGrants grants_;
-};
 
 std::error_code route_again_error() noexcept {
   class Category final : public std::error_category {
@@ -296,9 +88,9 @@ void ClientCore::start() {
 void ClientCore::submit(std::unique_ptr<Operation> operation) {
   if (operation->deadline == Clock::time_point{})
     operation->deadline = operation->sent + options_.command_timeout;
-  if (options_.replica_acks > 0 && ReplicaAcknowledged::wanted(*operation)) {
-    operation = std::make_unique<ReplicaAcknowledged>(std::move(operation), options_.replica_acks,
-                                                      options_.replica_ack_timeout);
+  if (options_.replica_acks > 0 && grants_leases(*operation)) {
+    operation = with_replica_acks(std::move(operation), options_.replica_acks,
+                                  options_.replica_ack_timeout);
   }
   if (strand_.running_in_this_thread()) {
     accept(std::move(operation));
@@ -455,7 +247,7 @@ ClientCore::Awaitable<void> ClientCore::run() {
       notify_connect_waiters({});
       if (options_.warn_on_eviction_policy && !eviction_policy_checked_) {
         eviction_policy_checked_ = true;
-        submit(std::make_unique<EvictionPolicyCheck>(url_.address()));
+        submit(eviction_policy_check(url_.address()));
       }
       Failure read_failure;
       Failure write_failure;
@@ -897,7 +689,7 @@ void ClientCore::finish(std::unique_ptr<Operation> operation) {
   }
   // Sent again ahead of everything queued, behind the script calls re-sent before it: its
   // deadline is older than any queued operation's, so the queue keeps deadlines in order.
-  auto fallback = std::make_unique<EvalFallback>(std::move(operation));
+  std::unique_ptr<Operation> fallback = resend_as_eval(std::move(operation));
   if (fallback->deadline < expiry_timer_.expiry())
     expiry_timer_.expires_at(fallback->deadline);
   waiting_.insert(waiting_.begin() + static_cast<std::ptrdiff_t>(fallbacks_waiting_),
