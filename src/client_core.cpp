@@ -11,6 +11,7 @@
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
 #include "client_operations.hpp"
+#include "handshake.hpp"
 #include "leasehold/detail/asio_compat.hpp"
 #include "tls.hpp"
 
@@ -26,10 +27,6 @@ constexpr std::size_t kWriteChunk = 16;
 
 bool is_fatal(std::error_code ec) {
   return ec == errc::auth_failed || ec == errc::select_failed || ec == errc::tls_failed;
-}
-
-bool starts_with_noscript(const Reply& reply) {
-  return reply.is_error() && reply.str.starts_with("NOSCRIPT");
 }
 
 void rethrow_unexpected(std::exception_ptr error) {
@@ -78,6 +75,7 @@ ClientCore::ClientCore(Strand strand, RedisUrl url, ClientOptions options, TlsCo
       backoff_timer_(strand_),
       read_chain_end_(strand_, Clock::time_point::max()),
       read_buffer_(kReadChunk),
+      pipeline_(*this, url_.address(), options_.command_timeout),
       jitter_(std::random_device{}()) {}
 
 void ClientCore::start() {
@@ -113,8 +111,10 @@ void ClientCore::accept(std::unique_ptr<Operation> operation) {
                    std::move(failure.detail));
     return;
   }
-  const bool idle = in_flight_.empty() && waiting_.empty() && write_buffer_.empty();
-  enqueue(std::move(operation));
+  const bool idle = pipeline_.idle();
+  if (operation->deadline < expiry_timer_.expiry())
+    expiry_timer_.expires_at(operation->deadline);
+  pipeline_.push(std::move(operation));
   if (delivering_)
     return;  // the read loop sends it with the other calls its replies caused
   if (idle)
@@ -123,50 +123,19 @@ void ClientCore::accept(std::unique_ptr<Operation> operation) {
     wake_writer();  // the writer sends it with whatever else queues until it runs
 }
 
-void ClientCore::enqueue(std::unique_ptr<Operation> operation) {
-  if (operation->deadline < expiry_timer_.expiry())
-    expiry_timer_.expires_at(operation->deadline);
-  waiting_.push_back(std::move(operation));
-}
-
 void ClientCore::send_waiting() {
-  if (!connected_ || !write_buffer_.empty() || waiting_.empty())
+  const std::string_view bytes = pipeline_.write();
+  if (bytes.empty())
     return;  // not yet, or the writer is at work and sends the queue when done
-  if (fallbacks_waiting_ > 0 && !in_flight_.empty())
-    return;  // script calls sent before the re-sent ones may still come back NOSCRIPT
-  // A single request is written from where it is; several are copied into one buffer (a
-  // sequence of buffers is sent at most 16 at a time: asio's limit per write_some).
-  const bool single = waiting_.size() == 1 && waiting_.front()->requests().size() == 1;
-  std::string_view bytes;
-  if (single) {
-    bytes = waiting_.front()->requests().front().bytes();
-  } else {
-    for (const std::unique_ptr<Operation>& operation : waiting_)
-      for (const Request& request : operation->requests())
-        write_buffer_ += request.bytes();
-    bytes = write_buffer_;
-  }
-  while (!waiting_.empty()) {
-    waiting_.front()->replies_received = 0;
-    in_flight_.push_back(std::move(waiting_.front()));
-    waiting_.pop_front();
-  }
-  fallbacks_waiting_ = 0;
   // The socket is in non-blocking mode: this takes what fits in the socket's buffer now.
   std::error_code ec;
   const std::size_t written =
       tls_ ? 0 : socket_.write_some(asio::buffer(bytes.data(), bytes.size()), ec);
-  if (written == bytes.size()) {
-    write_buffer_.clear();
-    return;
-  }
+  pipeline_.written(written);
   // The rest (or all of it, after an error, which the writer then meets and reports, or under
   // TLS) is the writer's to send.
-  if (single)
-    write_buffer_.assign(bytes.substr(written));
-  else
-    write_buffer_.erase(0, written);
-  wake_writer();
+  if (!pipeline_.unsent().empty())
+    wake_writer();
 }
 
 void ClientCore::wake_writer() {
@@ -180,7 +149,7 @@ void ClientCore::when_connected(UniqueFunction<void(std::error_code, std::string
       callback(self->fatal_.error, self->fatal_.detail);
     else if (self->closed_)
       callback(make_error_code(errc::closed), "the client was closed");
-    else if (self->connected_)
+    else if (self->pipeline_.connected())
       callback({}, {});
     else
       self->connect_waiters_.push_back(std::move(callback));
@@ -210,25 +179,10 @@ void ClientCore::retire() {
   writer_wakeup_.cancel();
   expiry_timer_.cancel();
   backoff_timer_.cancel();
-  const std::string left = "the cluster node " + url_.address() +
-                           " stopped serving the call's slot with the call in flight; it may or "
-                           "may not have run";
-  std::deque<std::unique_ptr<Operation>> in_flight = std::move(in_flight_);
-  const std::size_t expired = expired_in_flight_;
-  in_flight_.clear();
-  expired_in_flight_ = 0;
-  write_buffer_.clear();
-  for (std::size_t i = expired; i < in_flight.size(); ++i) {
-    if (in_flight[i]->retry_safe())
-      in_flight[i]->complete(*this, route_again_error(), {});
-    else
-      in_flight[i]->complete(*this, make_error_code(errc::connection_lost), left);
-  }
-  std::deque<std::unique_ptr<Operation>> waiting = std::move(waiting_);
-  waiting_.clear();
-  fallbacks_waiting_ = 0;
-  for (auto& operation : waiting)
-    operation->complete(*this, route_again_error(), {});
+  pipeline_.retire(route_again_error(),
+                   "the cluster node " + url_.address() +
+                       " stopped serving the call's slot with the call in flight; it may or may "
+                       "not have run");
   notify_connect_waiters({make_error_code(errc::closed), "the cluster node left the cluster"});
 }
 
@@ -240,9 +194,7 @@ ClientCore::Awaitable<void> ClientCore::run() {
     if (closed_)
       break;
     if (!failure.error) {
-      connected_ = true;
-      read_time_ = Clock::now();  // the handshake's replies came: the server was there
-      silent_since_.reset();
+      pipeline_.on_connected(Clock::now());
       backoff = options_.reconnect_delay_min;
       notify_connect_waiters({});
       if (options_.warn_on_eviction_policy && !eviction_policy_checked_) {
@@ -252,13 +204,11 @@ ClientCore::Awaitable<void> ClientCore::run() {
       Failure read_failure;
       Failure write_failure;
       co_await (read_loop(read_failure) || write_loop(write_failure));
-      connected_ = false;
-      write_buffer_.clear();  // its calls are in in_flight_, failed or resent below
       std::error_code ignored;
       socket_.close(ignored);
       if (closed_)
         break;
-      fail_in_flight(read_failure.error ? read_failure : write_failure);
+      pipeline_.on_lost(read_failure.error ? read_failure : write_failure);
     } else {
       notify_connect_waiters(failure);
       if (is_fatal(failure.error)) {
@@ -283,7 +233,7 @@ std::chrono::milliseconds ClientCore::next_backoff(std::chrono::milliseconds cur
   return doubled - std::chrono::milliseconds(static_cast<std::int64_t>(jitter_() % spread));
 }
 
-ClientCore::Awaitable<ClientCore::Failure> ClientCore::connect_once() {
+ClientCore::Awaitable<Failure> ClientCore::connect_once() {
   reader_ = std::make_unique<codec::ReplyReader>();
   std::error_code ec;
   socket_.close(ec);
@@ -381,7 +331,7 @@ std::string ClientCore::connect_timeout_detail() const {
   return detail;
 }
 
-ClientCore::Awaitable<ClientCore::Failure> ClientCore::tls_handshake() {
+ClientCore::Awaitable<Failure> ClientCore::tls_handshake() {
   tls_.emplace(socket_, *tls_context_);
   const std::string& name = options_.tls.server_name.empty() ? url_.host : options_.tls.server_name;
   if (!expect_server_name(tls_->native_handle(), name)) {
@@ -406,50 +356,19 @@ ClientCore::Awaitable<ClientCore::Failure> ClientCore::tls_handshake() {
                     "the TLS handshake with Redis at " + url_.address() + " failed: " + why};
 }
 
-ClientCore::Awaitable<ClientCore::Failure> ClientCore::handshake() {
-  enum class Step { auth, select, set_name, ping };
-  std::vector<Step> steps;
-  std::string bytes;
-  if (url_.has_password) {
-    steps.push_back(Step::auth);
-    bytes += url_.user.empty() ? Request::command({"AUTH", url_.password}).bytes()
-                               : Request::command({"AUTH", url_.user, url_.password}).bytes();
-  }
-  const std::string db = std::to_string(url_.db);
-  if (url_.db != 0) {
-    steps.push_back(Step::select);
-    bytes += Request::command({"SELECT", db}).bytes();
-  }
-  if (!options_.client_name.empty()) {
-    steps.push_back(Step::set_name);
-    bytes += Request::command({"CLIENT", "SETNAME", options_.client_name}).bytes();
-  }
-  // PING tells "needs a password" (NOAUTH) and "still loading" apart before any call is sent.
-  steps.push_back(Step::ping);
-  bytes += Request::command({"PING"}).bytes();
-
+ClientCore::Awaitable<Failure> ClientCore::handshake() {
+  Handshake handshake(url_, options_.client_name);
   std::error_code ec;
+  const std::string_view request = handshake.request();
   if (tls_)
-    co_await asio::async_write(*tls_, asio::buffer(bytes), asio::redirect_error(use_awaitable, ec));
-  else
-    co_await asio::async_write(socket_, asio::buffer(bytes),
+    co_await asio::async_write(*tls_, asio::buffer(request.data(), request.size()),
                                asio::redirect_error(use_awaitable, ec));
-  std::vector<Reply> replies;
-  while (!ec && replies.size() < steps.size()) {
-    std::error_code parse_error;
-    while (replies.size() < steps.size()) {
-      auto reply = reader_->next(parse_error);
-      if (!reply)
-        break;
-      replies.push_back(std::move(*reply));
-    }
-    if (parse_error) {
-      co_return Failure{make_error_code(errc::protocol_error),
-                        "the server at " + url_.address() +
-                            " does not speak the Redis protocol: " + reader_->error_text()};
-    }
-    if (replies.size() == steps.size())
-      break;
+  else
+    co_await asio::async_write(socket_, asio::buffer(request.data(), request.size()),
+                               asio::redirect_error(use_awaitable, ec));
+  while (!ec) {
+    if (std::optional<Failure> verdict = handshake.on_bytes(*reader_))
+      co_return std::move(*verdict);
     const std::size_t n =
         tls_ ? co_await tls_->async_read_some(asio::buffer(read_buffer_),
                                               asio::redirect_error(use_awaitable, ec))
@@ -458,82 +377,9 @@ ClientCore::Awaitable<ClientCore::Failure> ClientCore::handshake() {
     if (!ec)
       reader_->feed(read_buffer_.data(), n);
   }
-  // Under TLS 1.3 the server checks the client's certificate after the client's handshake is
-  // done: its refusal arrives here, as the first read.
-  if (ec && tls_) {
-    const std::string why = describe_tls_failure(tls_->native_handle(), ec);
-    if (!why.empty()) {
-      co_return Failure{make_error_code(errc::tls_failed),
-                        "Redis at " + url_.address() + " ended the TLS session while logging in: " +
-                            why + " (does it want a client certificate? see ClientOptions::tls)"};
-    }
-  }
-  if (ec) {
-    // A TLS port closes a connection whose first bytes are not a TLS hello. Under TLS 1.3, a
-    // server that wants a client certificate closes the connection after the handshake, and its
-    // alert saying why may be lost to the reset.
-    const bool closed = ec == asio::error::eof || ec == asio::error::connection_reset;
-    std::string hint;
-    if (closed && !tls_ && url_.transport == RedisUrl::Transport::tcp)
-      hint = "; if the server takes TLS on this port, use rediss://";
-    else if (closed && tls_ && options_.tls.cert_file.empty())
-      hint =
-          "; if the server wants a client certificate (Redis' tls-auth-clients, on by "
-          "default), give one in ClientOptions::tls";
-    co_return Failure{make_error_code(errc::connect_failed),
-                      "the connection to Redis at " + url_.address() +
-                          " failed while logging in: " + ec.message() + hint};
-  }
-  // Nothing else was asked: bytes after the setup's replies (a greeting, a reply too many) would
-  // be taken for the reply to the first call.
-  if (!reader_->idle()) {
-    co_return Failure{make_error_code(errc::protocol_error),
-                      "the server at " + url_.address() +
-                          " sent more than the replies to the connection's setup; it may not be a "
-                          "Redis server"};
-  }
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    const Reply& reply = replies[i];
-    if (!reply.is_error()) {
-      // Each step has one success reply. Any other means that unsolicited bytes (a greeting)
-      // shifted the replies, and what is still to come would be taken for the first calls'.
-      const std::string_view expected = steps[i] == Step::ping ? "PONG" : "OK";
-      if (reply.type != Reply::Type::status || reply.str != expected) {
-        co_return Failure{make_error_code(errc::protocol_error),
-                          "the server at " + url_.address() +
-                              " answered the connection's setup with " + to_string(reply) +
-                              " where Redis answers " + std::string(expected) +
-                              "; it may not be a Redis server"};
-      }
-      continue;
-    }
-    switch (steps[i]) {
-      case Step::auth:
-        co_return Failure{
-            make_error_code(errc::auth_failed),
-            "Redis at " + url_.address() + " refused to log in " +
-                (url_.user.empty() ? "with the password" : "as user '" + url_.user + "'") +
-                " from the URL: " + reply.str};
-      case Step::select:
-        co_return Failure{
-            make_error_code(errc::select_failed),
-            "Redis at " + url_.address() + " refused SELECT " + db + ": " + reply.str};
-      case Step::set_name:
-        break;  // a name is a courtesy; an ACL may forbid CLIENT SETNAME
-      case Step::ping:
-        if (reply.str.starts_with("NOAUTH")) {
-          co_return Failure{make_error_code(errc::auth_failed),
-                            "Redis at " + url_.address() +
-                                " requires a password, and the URL gives none: " + reply.str};
-        }
-        if (reply.str.starts_with("LOADING")) {
-          co_return Failure{make_error_code(errc::server_loading),
-                            "Redis at " + url_.address() + " is loading its dataset"};
-        }
-        break;  // e.g. NOPERM for PING: calls will say what they lack
-    }
-  }
-  co_return Failure{};
+  co_return handshake.broken(ec, tls_.has_value(),
+                             tls_ ? describe_tls_failure(tls_->native_handle(), ec) : std::string(),
+                             !options_.tls.cert_file.empty());
 }
 
 ClientCore::Awaitable<void> ClientCore::read_loop(Failure& failure) {
@@ -587,7 +433,7 @@ void ClientCore::on_read(std::error_code ec, std::size_t size, std::uint64_t cha
   read_chain_end_.cancel();
 }
 
-ClientCore::Failure ClientCore::lost_while_reading(std::error_code ec) {
+Failure ClientCore::lost_while_reading(std::error_code ec) {
   if (silence_.error)  // the socket was closed because the server fell silent
     return std::exchange(silence_, Failure{});
   return {make_error_code(errc::connection_lost),
@@ -597,9 +443,9 @@ ClientCore::Failure ClientCore::lost_while_reading(std::error_code ec) {
 }
 
 bool ClientCore::handle_read(std::size_t size, Failure& failure) {
-  read_time_ = Clock::now();
+  pipeline_.on_read(Clock::now());
   reader_->feed(read_buffer_.data(), size);
-  // The replies resume callers, whose next calls queue in waiting_. Every kWriteChunk replies
+  // The replies resume callers, whose next calls queue in the pipeline. Every kWriteChunk replies
   // they are sent: the server works on those while this loop parses the rest, instead of the
   // two taking turns on whole reads (a read can hold hundreds of replies).
   delivering_ = true;
@@ -607,7 +453,7 @@ bool ClientCore::handle_read(std::size_t size, Failure& failure) {
   for (;;) {
     std::error_code ec;
     Reply* reply = reader_->next(ec);
-    if (ec || (reply && in_flight_.empty())) {
+    if (ec || (reply && !pipeline_.on_reply(std::move(*reply)))) {
       delivering_ = false;
       failure = {
           make_error_code(errc::protocol_error),
@@ -617,7 +463,6 @@ bool ClientCore::handle_read(std::size_t size, Failure& failure) {
     }
     if (!reply)
       break;
-    deliver(std::move(*reply));
     if (++delivered == kWriteChunk) {
       delivered = 0;
       send_waiting();
@@ -625,14 +470,17 @@ bool ClientCore::handle_read(std::size_t size, Failure& failure) {
   }
   delivering_ = false;
   send_waiting();
+  if (pipeline_.wake_at() < expiry_timer_.expiry())
+    expiry_timer_.expires_at(pipeline_.wake_at());  // a script call re-sent as EVAL
   return true;
 }
 
 ClientCore::Awaitable<void> ClientCore::write_loop(Failure& failure) {
   for (;;) {
-    if (write_buffer_.empty())
+    if (pipeline_.unsent().empty())
       send_waiting();  // calls queued while connecting, or since the writer was woken
-    if (write_buffer_.empty()) {
+    const std::string_view unsent = pipeline_.unsent();
+    if (unsent.empty()) {
       // Everything went out: wait until a call needs the writer.
       writer_waiting_ = true;
       writer_wakeup_.expires_at(Clock::time_point::max());
@@ -646,55 +494,19 @@ ClientCore::Awaitable<void> ClientCore::write_loop(Failure& failure) {
     }
     // The socket did not take it all at once: wait until it has.
     std::error_code ec;
+    const auto buffer = asio::buffer(unsent.data(), unsent.size());
     if (tls_)
-      co_await asio::async_write(*tls_, asio::buffer(write_buffer_),
-                                 asio::redirect_error(use_awaitable, ec));
+      co_await asio::async_write(*tls_, buffer, asio::redirect_error(use_awaitable, ec));
     else
-      co_await asio::async_write(socket_, asio::buffer(write_buffer_),
-                                 asio::redirect_error(use_awaitable, ec));
+      co_await asio::async_write(socket_, buffer, asio::redirect_error(use_awaitable, ec));
     if (ec) {
       failure = {make_error_code(errc::connection_lost),
                  "the connection to Redis at " + url_.address() + " failed while sending (" +
                      ec.message() + "); the call may or may not have run"};
       co_return;
     }
-    write_buffer_.clear();
+    pipeline_.sent_unsent();
   }
-}
-
-void ClientCore::deliver(Reply&& reply) {
-  Operation& front = *in_flight_.front();
-  const std::size_t index = front.replies_received++;
-  const bool expired = expired_in_flight_ > 0;  // its caller already got command_timeout
-  if (!expired) {
-    if (front.requests()[index].is_script() && starts_with_noscript(reply))
-      front.noscript_replies.push_back(index);
-    else
-      front.on_reply(index, std::move(reply));
-  }
-  if (front.replies_received < front.requests().size())
-    return;
-  std::unique_ptr<Operation> done = std::move(in_flight_.front());
-  in_flight_.pop_front();
-  if (expired)
-    --expired_in_flight_;
-  else
-    finish(std::move(done));
-}
-
-void ClientCore::finish(std::unique_ptr<Operation> operation) {
-  if (operation->noscript_replies.empty()) {
-    operation->complete(*this, {}, {});
-    return;
-  }
-  // Sent again ahead of everything queued, behind the script calls re-sent before it: its
-  // deadline is older than any queued operation's, so the queue keeps deadlines in order.
-  std::unique_ptr<Operation> fallback = resend_as_eval(std::move(operation));
-  if (fallback->deadline < expiry_timer_.expiry())
-    expiry_timer_.expires_at(fallback->deadline);
-  waiting_.insert(waiting_.begin() + static_cast<std::ptrdiff_t>(fallbacks_waiting_),
-                  std::move(fallback));
-  ++fallbacks_waiting_;
 }
 
 ClientCore::Awaitable<void> ClientCore::expire_loop() {
@@ -704,104 +516,24 @@ ClientCore::Awaitable<void> ClientCore::expire_loop() {
     co_await expiry_timer_.async_wait(asio::redirect_error(use_awaitable, ignored));
     if (closed_)
       break;
-    const Clock::time_point now = Clock::now();
-    expire_due(now);
-    check_silence(now);
-    rearm_expiry();
+    on_time();
   }
 }
 
-void ClientCore::rearm_expiry() {
-  Clock::time_point next = Clock::time_point::max();
-  if (expired_in_flight_ < in_flight_.size())
-    next = in_flight_[expired_in_flight_]->deadline;
-  else if (!waiting_.empty())
-    next = waiting_.front()->deadline;
-  if (silent_since_)
-    next = std::min(next, *silent_since_ + silence_limit());
-  if (next != expiry_timer_.expiry())
-    expiry_timer_.expires_at(next);
-}
-
-void ClientCore::check_silence(Clock::time_point now) {
-  if (!silent_since_)
-    return;
-  if (read_time_ > *silent_since_ || !connected_) {
-    silent_since_.reset();  // a reply came after all, or the connection is gone anyway
-    return;
+void ClientCore::on_time() {
+  if (std::optional<Failure> silence = pipeline_.on_time(Clock::now())) {
+    // Replaced: the read in progress fails, and the calls in flight are handled as after any
+    // lost connection.
+    silence_ = std::move(*silence);
+    std::error_code ignored;
+    socket_.close(ignored);
   }
-  if (now < *silent_since_ + silence_limit())
-    return;
-  // A paused server answers late; one that sent nothing for this long, with calls waiting, is
-  // most likely gone without a FIN or RST (a dead host, a dropped route): replace the
-  // connection. The read in progress fails, and the calls in flight are handled as after any
-  // lost connection.
-  silent_since_.reset();
-  silence_ = {make_error_code(errc::connection_lost),
-              "Redis at " + url_.address() + " sent nothing for " +
-                  std::to_string(silence_limit().count()) +
-                  " ms while calls waited for replies; the connection was replaced, and the calls "
-                  "in flight on it may or may not have run"};
-  std::error_code ignored;
-  socket_.close(ignored);
-}
-
-void ClientCore::expire_due(Clock::time_point now) {
-  const std::string timeout = std::to_string(options_.command_timeout.count()) + " ms";
-  while (expired_in_flight_ < in_flight_.size() &&
-         in_flight_[expired_in_flight_]->deadline <= now) {
-    // Stays in in_flight_ so that its replies, when they come, are matched and dropped.
-    Operation& operation = *in_flight_[expired_in_flight_];
-    ++expired_in_flight_;
-    if (read_time_ <= operation.sent && !silent_since_)
-      silent_since_ = operation.sent;  // nothing has come since this call was made
-    operation.complete(*this, make_error_code(errc::command_timeout),
-                       "Redis at " + url_.address() + " did not answer within " + timeout +
-                           "; the call was sent and may or may not have run");
-  }
-  while (!waiting_.empty() && waiting_.front()->deadline <= now) {
-    std::unique_ptr<Operation> operation = std::move(waiting_.front());
-    waiting_.pop_front();
-    if (fallbacks_waiting_ > 0)
-      --fallbacks_waiting_;
-    operation->complete(*this, make_error_code(errc::command_timeout),
-                        (connected_ ? "the call waited " + timeout + " to be sent to Redis at "
-                                    : "no connection to Redis at ") +
-                            url_.address() + (connected_ ? "" : " within " + timeout) +
-                            "; the call was not sent");
-  }
-}
-
-void ClientCore::fail_in_flight(const Failure& failure) {
-  // Calls that may safely run twice go out again, in their order, ahead of the queue but behind
-  // the re-sent script calls (which were sent before them); the others fail: they may or may not
-  // have run.
-  std::deque<std::unique_ptr<Operation>> resend;
-  for (std::size_t i = expired_in_flight_; i < in_flight_.size(); ++i) {
-    std::unique_ptr<Operation>& operation = in_flight_[i];
-    if (operation->retry_safe()) {
-      operation->noscript_replies.clear();
-      resend.push_back(std::move(operation));
-    } else {
-      operation->complete(*this, failure.error, failure.detail);
-    }
-  }
-  in_flight_.clear();
-  expired_in_flight_ = 0;
-  waiting_.insert(waiting_.begin() + static_cast<std::ptrdiff_t>(fallbacks_waiting_),
-                  std::make_move_iterator(resend.begin()), std::make_move_iterator(resend.end()));
+  if (pipeline_.wake_at() != expiry_timer_.expiry())
+    expiry_timer_.expires_at(pipeline_.wake_at());
 }
 
 void ClientCore::fail_everything(const Failure& failure) {
-  for (std::size_t i = expired_in_flight_; i < in_flight_.size(); ++i)
-    in_flight_[i]->complete(*this, failure.error, failure.detail);
-  in_flight_.clear();
-  expired_in_flight_ = 0;
-  std::deque<std::unique_ptr<Operation>> waiting = std::move(waiting_);
-  waiting_.clear();
-  fallbacks_waiting_ = 0;
-  for (auto& operation : waiting)
-    operation->complete(*this, failure.error, failure.detail);
+  pipeline_.fail_all(failure);
   notify_connect_waiters(failure);
 }
 

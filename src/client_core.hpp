@@ -4,18 +4,15 @@
 // close) may be called from any thread: they run their work on the strand, at once when the
 // calling thread may enter it.
 //
-// Operations queue in `waiting_`, move to `in_flight_` when written, and leave it when their last
-// reply arrives. A script call answered NOSCRIPT goes back to the front of `waiting_` as EVAL.
-// Every operation gets the same timeout, so deadlines grow along in_flight_ + waiting_; that order
-// lets one timer expire them from the front. An operation that expires while in flight stays in
-// in_flight_ (it is a prefix: `expired_in_flight_`) so that its replies, if they come, are matched
-// and dropped.
+// The calls' bookkeeping (queues, matching replies, NOSCRIPT resends, timeouts) is `pipeline_`,
+// which does no I/O; the connection's setup is a Handshake. What is here is the I/O around them:
+// connecting, the read and write loops, and the timers.
 //
 // Writing: queued calls go out in one non-blocking write, made on the strand by whoever queued
 // them (a call on an idle connection is written at once; calls made by callers that replies
 // resumed are written by the read loop when it has delivered a chunk of replies; others wake the
 // writer coroutine, which writes everything that queued meanwhile). What the socket does not
-// take at once stays in `write_buffer_`, and the writer coroutine waits until it is sent.
+// take at once stays in the pipeline as unsent, and the writer coroutine waits until it is sent.
 //
 // TLS (rediss://): the same loops read and write through `tls_`, an SSL stream over the socket.
 // Calls are then never written straight from the strand (an SSL write that the socket does not
@@ -36,13 +33,17 @@
 #include <vector>
 
 #include "codec.hpp"
+#include "failure.hpp"
 #include "leasehold/client.hpp"
 #include "leasehold/detail/timer.hpp"
+#include "pipeline.hpp"
 #include "transport.hpp"
 
 namespace leasehold::detail {
 
-class ClientCore final : public Transport, public std::enable_shared_from_this<ClientCore> {
+class ClientCore final : public Transport,
+                         private PipelineSink,
+                         public std::enable_shared_from_this<ClientCore> {
  public:
   using Strand = ConnectionStrand;
   // The loops and the I/O objects are typed on the strand itself rather than on any_io_executor:
@@ -77,7 +78,7 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   // Clock::now(), except on the strand while the replies of one read are handed out: then the
   // time that read completed (see connection_now() in client.hpp).
   Clock::time_point now() const noexcept override {
-    return strand_.running_in_this_thread() && delivering_ ? read_time_ : Clock::now();
+    return strand_.running_in_this_thread() && delivering_ ? pipeline_.read_time() : Clock::now();
   }
 
   const RedisUrl& url() const noexcept override { return url_; }
@@ -85,10 +86,9 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   const Strand& strand() const noexcept override { return strand_; }
 
  private:
-  struct Failure {
-    std::error_code error;
-    std::string detail;
-  };
+  void complete(Operation& operation, std::error_code error, std::string detail) override {
+    operation.complete(*this, error, std::move(detail));
+  }
 
   Awaitable<void> run();
   Awaitable<Failure> connect_once();
@@ -108,18 +108,9 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   Awaitable<void> expire_loop();
 
   void accept(std::unique_ptr<Operation> operation);
-  void enqueue(std::unique_ptr<Operation> operation);
   void send_waiting();
   void wake_writer();
-  void deliver(Reply&& reply);
-  void finish(std::unique_ptr<Operation> operation);
-  void expire_due(Clock::time_point now);
-  // Replaces the connection when nothing has been read for silence_limit() since a call that
-  // timed out in flight was made.
-  void check_silence(Clock::time_point now);
-  std::chrono::milliseconds silence_limit() const { return 2 * options_.command_timeout; }
-  void rearm_expiry();
-  void fail_in_flight(const Failure& failure);
+  void on_time();
   void fail_everything(const Failure& failure);
   void notify_connect_waiters(const Failure& failure);
   std::chrono::milliseconds next_backoff(std::chrono::milliseconds current);
@@ -140,26 +131,11 @@ class ClientCore final : public Transport, public std::enable_shared_from_this<C
   std::uint64_t read_chain_ = 0;  // counts read chains: a handler of an earlier one does nothing
   std::unique_ptr<codec::ReplyReader> reader_;
   std::vector<char> read_buffer_;
-  // Bytes of calls in in_flight_ that the socket has not taken yet: while it holds any, the
-  // writer coroutine is sending them and nothing else may be written. (Its capacity is kept.)
-  std::string write_buffer_;
-
-  std::deque<std::unique_ptr<Operation>> waiting_;
-  std::deque<std::unique_ptr<Operation>> in_flight_;
-  std::size_t expired_in_flight_ = 0;
-  // Script calls answered NOSCRIPT, queued again as EVAL at the front of waiting_, in the order
-  // they were first sent. They are sent once every call in flight has been answered: a script
-  // call sent after them may still come back NOSCRIPT, and its EVAL must go out before anything
-  // written after it.
-  std::size_t fallbacks_waiting_ = 0;
+  Pipeline pipeline_;
 
   std::vector<UniqueFunction<void(std::error_code, std::string)>> connect_waiters_;
-  bool connected_ = false;
   bool writer_waiting_ = false;  // the writer coroutine waits on writer_wakeup_
   bool delivering_ = false;      // the read loop hands out replies; it sends what they cause
-  Clock::time_point read_time_;  // when the latest read completed (or the connection was made)
-  // When the oldest call made since the latest read was made, once it timed out in flight.
-  std::optional<Clock::time_point> silent_since_;
   Failure silence_;  // why the connection was replaced for its silence, for the read that fails
   bool closed_ = false;
   bool eviction_policy_checked_ = false;  // once per client, on its first connection

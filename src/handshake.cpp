@@ -1,0 +1,129 @@
+#include "handshake.hpp"
+
+#include <asio/error.hpp>
+
+#include "leasehold/error.hpp"
+#include "leasehold/request.hpp"
+
+namespace leasehold::detail {
+
+Handshake::Handshake(RedisUrl url, std::string_view client_name) : url_(std::move(url)) {
+  if (url_.has_password) {
+    steps_.push_back(Step::auth);
+    request_ += url_.user.empty() ? Request::command({"AUTH", url_.password}).bytes()
+                                  : Request::command({"AUTH", url_.user, url_.password}).bytes();
+  }
+  if (url_.db != 0) {
+    steps_.push_back(Step::select);
+    request_ += Request::command({"SELECT", std::to_string(url_.db)}).bytes();
+  }
+  if (!client_name.empty()) {
+    steps_.push_back(Step::set_name);
+    request_ += Request::command({"CLIENT", "SETNAME", client_name}).bytes();
+  }
+  // PING tells "needs a password" (NOAUTH) and "still loading" apart before any call is sent.
+  steps_.push_back(Step::ping);
+  request_ += Request::command({"PING"}).bytes();
+}
+
+std::optional<Failure> Handshake::on_bytes(codec::ReplyReader& reader) {
+  std::error_code parse_error;
+  while (replies_.size() < steps_.size()) {
+    Reply* reply = reader.next(parse_error);
+    if (!reply)
+      break;
+    replies_.push_back(std::move(*reply));
+  }
+  if (parse_error) {
+    return Failure{make_error_code(errc::protocol_error),
+                   "the server at " + url_.address() +
+                       " does not speak the Redis protocol: " + reader.error_text()};
+  }
+  if (replies_.size() < steps_.size())
+    return std::nullopt;
+  return judge(!reader.idle());
+}
+
+Failure Handshake::judge(bool more) const {
+  // Nothing else was asked: bytes after the setup's replies (a greeting, a reply too many) would
+  // be taken for the reply to the first call.
+  if (more) {
+    return {make_error_code(errc::protocol_error),
+            "the server at " + url_.address() +
+                " sent more than the replies to the connection's setup; it may not be a Redis "
+                "server"};
+  }
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    const Reply& reply = replies_[i];
+    if (reply.is_error()) {
+      if (Failure failure = refused(steps_[i], reply))
+        return failure;
+      continue;
+    }
+    // Each step has one success reply. Any other means that unsolicited bytes (a greeting)
+    // shifted the replies, and what is still to come would be taken for the first calls'.
+    const std::string_view expected = steps_[i] == Step::ping ? "PONG" : "OK";
+    if (reply.type != Reply::Type::status || reply.str != expected) {
+      return {make_error_code(errc::protocol_error),
+              "the server at " + url_.address() + " answered the connection's setup with " +
+                  to_string(reply) + " where Redis answers " + std::string(expected) +
+                  "; it may not be a Redis server"};
+    }
+  }
+  return {};
+}
+
+Failure Handshake::refused(Step step, const Reply& reply) const {
+  switch (step) {
+    case Step::auth:
+      return {make_error_code(errc::auth_failed),
+              "Redis at " + url_.address() + " refused to log in " +
+                  (url_.user.empty() ? "with the password" : "as user '" + url_.user + "'") +
+                  " from the URL: " + reply.str};
+    case Step::select:
+      return {make_error_code(errc::select_failed), "Redis at " + url_.address() +
+                                                        " refused SELECT " +
+                                                        std::to_string(url_.db) + ": " + reply.str};
+    case Step::set_name:
+      return {};  // a name is a courtesy; an ACL may forbid CLIENT SETNAME
+    case Step::ping:
+      if (reply.str.starts_with("NOAUTH")) {
+        return {make_error_code(errc::auth_failed),
+                "Redis at " + url_.address() +
+                    " requires a password, and the URL gives none: " + reply.str};
+      }
+      if (reply.str.starts_with("LOADING")) {
+        return {make_error_code(errc::server_loading),
+                "Redis at " + url_.address() + " is loading its dataset"};
+      }
+      return {};  // e.g. NOPERM for PING: calls will say what they lack
+  }
+  return {};
+}
+
+Failure Handshake::broken(std::error_code error, bool tls, const std::string& tls_why,
+                          bool client_certificate) const {
+  // Under TLS 1.3 the server checks the client's certificate after the client's handshake is
+  // done: its refusal arrives as the first read.
+  if (tls && !tls_why.empty()) {
+    return {make_error_code(errc::tls_failed),
+            "Redis at " + url_.address() + " ended the TLS session while logging in: " + tls_why +
+                " (does it want a client certificate? see ClientOptions::tls)"};
+  }
+  // A TLS port closes a connection whose first bytes are not a TLS hello. Under TLS 1.3, a
+  // server that wants a client certificate closes the connection after the handshake, and its
+  // alert saying why may be lost to the reset.
+  const bool closed = error == asio::error::eof || error == asio::error::connection_reset;
+  std::string hint;
+  if (closed && !tls && url_.transport == RedisUrl::Transport::tcp)
+    hint = "; if the server takes TLS on this port, use rediss://";
+  else if (closed && tls && !client_certificate)
+    hint =
+        "; if the server wants a client certificate (Redis' tls-auth-clients, on by default), "
+        "give one in ClientOptions::tls";
+  return {make_error_code(errc::connect_failed),
+          "the connection to Redis at " + url_.address() +
+              " failed while logging in: " + error.message() + hint};
+}
+
+}  // namespace leasehold::detail

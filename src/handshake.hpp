@@ -1,0 +1,50 @@
+// The setup of a new connection, without any I/O: the commands it sends (AUTH, SELECT,
+// CLIENT SETNAME, PING, in one write) and the verdict on their replies. The connection's loop
+// writes request(), feeds what it reads to a codec::ReplyReader and hands the reader to
+// on_bytes() until that gives the verdict.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "codec.hpp"
+#include "failure.hpp"
+#include "leasehold/reply.hpp"
+#include "leasehold/url.hpp"
+
+namespace leasehold::detail {
+
+class Handshake {
+ public:
+  // `client_name`: empty for no CLIENT SETNAME.
+  Handshake(RedisUrl url, std::string_view client_name);
+
+  std::string_view request() const noexcept { return request_; }
+
+  // Takes the replies `reader` holds: nothing until every step's reply came, then the verdict
+  // (no error: the connection is ready for calls).
+  std::optional<Failure> on_bytes(codec::ReplyReader& reader);
+
+  // The failure when the connection broke while logging in with `error`. Under TLS, `tls_why` is
+  // what the TLS layer said failed (empty if it was not TLS), and `client_certificate` whether
+  // the client presents one.
+  Failure broken(std::error_code error, bool tls, const std::string& tls_why,
+                 bool client_certificate) const;
+
+ private:
+  enum class Step { auth, select, set_name, ping };
+
+  // The verdict on replies_, one per step; `more` when bytes followed them.
+  Failure judge(bool more) const;
+  Failure refused(Step step, const Reply& reply) const;
+
+  const RedisUrl url_;
+  std::vector<Step> steps_;
+  std::string request_;
+  std::vector<Reply> replies_;
+};
+
+}  // namespace leasehold::detail

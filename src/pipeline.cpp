@@ -1,0 +1,214 @@
+#include "pipeline.hpp"
+
+#include <algorithm>
+#include <iterator>
+
+#include "client_operations.hpp"
+
+namespace leasehold::detail {
+namespace {
+
+bool is_noscript(const Reply& reply) {
+  return reply.is_error() && reply.str.starts_with("NOSCRIPT");
+}
+
+}  // namespace
+
+Pipeline::Pipeline(PipelineSink& sink, std::string address,
+                   std::chrono::milliseconds command_timeout)
+    : sink_(sink), address_(std::move(address)), command_timeout_(command_timeout) {}
+
+void Pipeline::push(OperationPtr operation) {
+  wake_at_ = std::min(wake_at_, operation->deadline);
+  waiting_.push_back(std::move(operation));
+}
+
+std::string_view Pipeline::write() {
+  if (!connected_ || !unsent_.empty() || waiting_.empty())
+    return {};  // not yet, or the bytes of the last write are still being sent
+  if (fallbacks_waiting_ > 0 && !in_flight_.empty())
+    return {};  // script calls sent before the re-sent ones may still come back NOSCRIPT
+  // A single request is handed out from where it is; several are copied into one buffer (a
+  // sequence of buffers is sent at most 16 at a time: asio's limit per write_some).
+  if (waiting_.size() == 1 && waiting_.front()->requests().size() == 1) {
+    handed_out_ = waiting_.front()->requests().front().bytes();
+  } else {
+    for (const OperationPtr& operation : waiting_)
+      for (const Request& request : operation->requests())
+        unsent_ += request.bytes();
+    handed_out_ = unsent_;
+  }
+  while (!waiting_.empty()) {
+    waiting_.front()->replies_received = 0;
+    in_flight_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+  }
+  fallbacks_waiting_ = 0;
+  return handed_out_;
+}
+
+void Pipeline::written(std::size_t size) {
+  if (size == handed_out_.size())
+    unsent_.clear();
+  else if (handed_out_.data() == unsent_.data())
+    unsent_.erase(0, size);
+  else
+    unsent_.assign(handed_out_.substr(size));
+  handed_out_ = {};
+}
+
+bool Pipeline::on_reply(Reply&& reply) {
+  if (in_flight_.empty())
+    return false;
+  Operation& front = *in_flight_.front();
+  const std::size_t index = front.replies_received++;
+  const bool expired = expired_in_flight_ > 0;  // its caller already got command_timeout
+  if (!expired) {
+    if (front.requests()[index].is_script() && is_noscript(reply))
+      front.noscript_replies.push_back(index);
+    else
+      front.on_reply(index, std::move(reply));
+  }
+  if (front.replies_received < front.requests().size())
+    return true;
+  OperationPtr done = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  if (expired)
+    --expired_in_flight_;
+  else
+    finish(std::move(done));
+  return true;
+}
+
+void Pipeline::finish(OperationPtr operation) {
+  if (operation->noscript_replies.empty()) {
+    sink_.complete(*operation, {}, {});
+    return;
+  }
+  // Sent again ahead of everything queued, behind the script calls re-sent before it: its
+  // deadline is older than any queued call's, so the queue keeps deadlines in order.
+  OperationPtr fallback = resend_as_eval(std::move(operation));
+  wake_at_ = std::min(wake_at_, fallback->deadline);
+  waiting_.insert(waiting_.begin() + static_cast<std::ptrdiff_t>(fallbacks_waiting_),
+                  std::move(fallback));
+  ++fallbacks_waiting_;
+}
+
+std::optional<Failure> Pipeline::on_time(Clock::time_point now) {
+  expire_due(now);
+  std::optional<Failure> silence;
+  if (silent_too_long(now)) {
+    // A paused server answers late; one that sent nothing for this long, with calls waiting, is
+    // most likely gone without a FIN or RST (a dead host, a dropped route).
+    silence = Failure{make_error_code(errc::connection_lost),
+                      "Redis at " + address_ + " sent nothing for " +
+                          std::to_string(silence_limit().count()) +
+                          " ms while calls waited for replies; the connection was replaced, and "
+                          "the calls in flight on it may or may not have run"};
+  }
+  wake_at_ = Clock::time_point::max();
+  if (expired_in_flight_ < in_flight_.size())
+    wake_at_ = in_flight_[expired_in_flight_]->deadline;
+  else if (!waiting_.empty())
+    wake_at_ = waiting_.front()->deadline;
+  if (silent_since_)
+    wake_at_ = std::min(wake_at_, *silent_since_ + silence_limit());
+  return silence;
+}
+
+bool Pipeline::silent_too_long(Clock::time_point now) {
+  if (!silent_since_)
+    return false;
+  if (read_time_ > *silent_since_ || !connected_) {
+    silent_since_.reset();  // a reply came after all, or the connection is gone anyway
+    return false;
+  }
+  if (now < *silent_since_ + silence_limit())
+    return false;
+  silent_since_.reset();
+  return true;
+}
+
+void Pipeline::expire_due(Clock::time_point now) {
+  const std::string timeout = std::to_string(command_timeout_.count()) + " ms";
+  while (expired_in_flight_ < in_flight_.size() &&
+         in_flight_[expired_in_flight_]->deadline <= now) {
+    // Stays in in_flight_ so that its replies, when they come, are matched and dropped.
+    Operation& operation = *in_flight_[expired_in_flight_];
+    ++expired_in_flight_;
+    if (read_time_ <= operation.sent && !silent_since_)
+      silent_since_ = operation.sent;  // nothing has come since this call was made
+    sink_.complete(operation, make_error_code(errc::command_timeout),
+                   "Redis at " + address_ + " did not answer within " + timeout +
+                       "; the call was sent and may or may not have run");
+  }
+  while (!waiting_.empty() && waiting_.front()->deadline <= now) {
+    OperationPtr operation = std::move(waiting_.front());
+    waiting_.pop_front();
+    if (fallbacks_waiting_ > 0)
+      --fallbacks_waiting_;
+    sink_.complete(*operation, make_error_code(errc::command_timeout),
+                   (connected_ ? "the call waited " + timeout + " to be sent to Redis at "
+                               : "no connection to Redis at ") +
+                       address_ + (connected_ ? "" : " within " + timeout) +
+                       "; the call was not sent");
+  }
+}
+
+void Pipeline::on_connected(Clock::time_point now) {
+  connected_ = true;
+  read_time_ = now;  // the handshake's replies came: the server was there
+  silent_since_.reset();
+}
+
+void Pipeline::on_lost(const Failure& failure) {
+  connected_ = false;  // what the failures cause waits for the next connection
+  unsent_.clear();     // its calls are in in_flight_, failed or sent again below
+  std::deque<OperationPtr> resend;
+  for (std::size_t i = expired_in_flight_; i < in_flight_.size(); ++i) {
+    OperationPtr& operation = in_flight_[i];
+    if (operation->retry_safe()) {
+      operation->noscript_replies.clear();
+      resend.push_back(std::move(operation));
+    } else {
+      sink_.complete(*operation, failure.error, failure.detail);
+    }
+  }
+  in_flight_.clear();
+  expired_in_flight_ = 0;
+  // Ahead of the queue, behind the re-sent script calls (which were sent before them).
+  waiting_.insert(waiting_.begin() + static_cast<std::ptrdiff_t>(fallbacks_waiting_),
+                  std::make_move_iterator(resend.begin()), std::make_move_iterator(resend.end()));
+}
+
+void Pipeline::fail_all(const Failure& failure) {
+  connected_ = false;
+  unsent_.clear();
+  std::deque<OperationPtr> in_flight = std::exchange(in_flight_, {});
+  const std::size_t expired = std::exchange(expired_in_flight_, 0);
+  for (std::size_t i = expired; i < in_flight.size(); ++i)
+    sink_.complete(*in_flight[i], failure.error, failure.detail);
+  std::deque<OperationPtr> waiting = std::exchange(waiting_, {});
+  fallbacks_waiting_ = 0;
+  for (OperationPtr& operation : waiting)
+    sink_.complete(*operation, failure.error, failure.detail);
+}
+
+void Pipeline::retire(std::error_code route_again, const std::string& detail) {
+  connected_ = false;
+  unsent_.clear();
+  std::deque<OperationPtr> in_flight = std::exchange(in_flight_, {});
+  const std::size_t expired = std::exchange(expired_in_flight_, 0);
+  for (std::size_t i = expired; i < in_flight.size(); ++i) {
+    if (in_flight[i]->retry_safe())
+      sink_.complete(*in_flight[i], route_again, {});
+    else
+      sink_.complete(*in_flight[i], make_error_code(errc::connection_lost), detail);
+  }
+  std::deque<OperationPtr> waiting = std::exchange(waiting_, {});
+  fallbacks_waiting_ = 0;
+  for (OperationPtr& operation : waiting)
+    sink_.complete(*operation, route_again, {});
+}
+
+}  // namespace leasehold::detail

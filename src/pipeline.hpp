@@ -1,0 +1,113 @@
+// The calls of one connection, from queued to answered, without any I/O: it takes calls, the
+// bytes the socket took, replies and the time, and says what to write and when to be woken. The
+// connection's loop (ClientCore) does the reading, writing and waiting.
+//
+// Calls queue in `waiting_`, move to `in_flight_` when their bytes are handed out for writing,
+// and leave it when their last reply arrives. Every call gets the same timeout, so deadlines grow
+// along in_flight_ + waiting_; that order lets one timer expire them from the front. A call that
+// expires while in flight stays in in_flight_ (a prefix: `expired_in_flight_`) so that its
+// replies, if they come, are matched and dropped.
+//
+// A script call answered NOSCRIPT goes back to the front of `waiting_` as EVAL, behind the script
+// calls answered NOSCRIPT before it: they are sent again in the order they were first sent, once
+// every call in flight has been answered (a script call sent after them may still come back
+// NOSCRIPT, and its EVAL must go out before anything written after it).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "failure.hpp"
+#include "leasehold/client.hpp"
+
+namespace leasehold::detail {
+
+// Where a pipeline hands the calls it is done with: each call once, with no error (every reply
+// given) or with the error of the whole call. The sink may queue new calls from within.
+class PipelineSink {
+ public:
+  virtual void complete(Operation& operation, std::error_code error, std::string detail) = 0;
+
+ protected:
+  ~PipelineSink() = default;
+};
+
+class Pipeline {
+ public:
+  using OperationPtr = std::unique_ptr<Operation>;
+
+  // `address` names the server in the messages; `command_timeout` is the calls' timeout.
+  Pipeline(PipelineSink& sink, std::string address, std::chrono::milliseconds command_timeout);
+
+  // Queues a call (its deadline set). It is written by the next write().
+  void push(OperationPtr operation);
+  // Nothing waits, is in flight, or is still to be written.
+  bool idle() const noexcept { return in_flight_.empty() && waiting_.empty() && unsent_.empty(); }
+  bool connected() const noexcept { return connected_; }
+
+  // Writing. write() moves every waiting call in flight and returns their bytes; empty when
+  // nothing may be written now (not connected, nothing waiting, bytes of an earlier write still
+  // unsent, or re-sent script calls held back). The caller writes what it can at once and says
+  // how much with written(); the rest is unsent() until it says sent_unsent(). The view is valid
+  // until the next call on the pipeline.
+  std::string_view write();
+  void written(std::size_t size);
+  std::string_view unsent() const noexcept { return unsent_; }
+  void sent_unsent() noexcept { unsent_.clear(); }
+
+  // Reading. A reply is matched to the oldest call in flight; false if there is none (a reply
+  // nobody asked for: the stream cannot be trusted). on_read(at) says bytes came at `at`.
+  bool on_reply(Reply&& reply);
+  void on_read(Clock::time_point at) noexcept { read_time_ = at; }
+  Clock::time_point read_time() const noexcept { return read_time_; }
+
+  // Time. wake_at() is when on_time() has something to do (it only moves earlier between calls
+  // to on_time(): a timer armed for it may fire early, for nothing). on_time() fails the calls
+  // whose deadline passed, and returns why the connection is to be replaced when the server
+  // has sent nothing for silence_limit() since a call that timed out in flight was made.
+  Clock::time_point wake_at() const noexcept { return wake_at_; }
+  std::optional<Failure> on_time(Clock::time_point now);
+  std::chrono::milliseconds silence_limit() const noexcept { return 2 * command_timeout_; }
+
+  // The connection. on_connected(): set up at `now`, calls may be written. on_lost(): the calls
+  // that may safely run twice go out again on the next connection, in their order; the others
+  // fail with `failure` (they may or may not have run). fail_all(): every call fails. retire():
+  // a cluster node left: calls not yet sent, and retry-safe ones in flight, complete with
+  // `route_again`; others in flight fail with connection_lost and `detail`.
+  void on_connected(Clock::time_point now);
+  void on_lost(const Failure& failure);
+  void fail_all(const Failure& failure);
+  void retire(std::error_code route_again, const std::string& detail);
+
+ private:
+  void finish(OperationPtr operation);
+  void expire_due(Clock::time_point now);
+  bool silent_too_long(Clock::time_point now);
+
+  PipelineSink& sink_;
+  const std::string address_;
+  const std::chrono::milliseconds command_timeout_;
+
+  std::deque<OperationPtr> waiting_;
+  std::deque<OperationPtr> in_flight_;
+  std::size_t expired_in_flight_ = 0;
+  std::size_t fallbacks_waiting_ = 0;  // at the front of waiting_
+  // Bytes of calls in in_flight_ that the socket has not taken yet: while it holds any, they are
+  // being sent and nothing else may be written. (Its capacity is kept.)
+  std::string unsent_;
+  // The bytes write() handed out, until written(): in unsent_, or a single request's own.
+  std::string_view handed_out_;
+
+  bool connected_ = false;
+  Clock::time_point read_time_;
+  Clock::time_point wake_at_ = Clock::time_point::max();
+  // When the oldest call made since the latest read was made, once it timed out in flight.
+  std::optional<Clock::time_point> silent_since_;
+};
+
+}  // namespace leasehold::detail

@@ -1,0 +1,146 @@
+// The connection's setup, driven by hand: what it sends for a URL, and its verdict on made-up
+// replies. No server, no socket.
+#include "handshake.hpp"
+
+#include <gtest/gtest.h>
+
+#include <asio/error.hpp>
+#include <string>
+
+#include "leasehold/request.hpp"
+
+namespace leasehold::detail {
+namespace {
+
+std::string bytes_of(std::initializer_list<std::string_view> args) {
+  return std::string(Request::command(args).bytes());
+}
+
+// The verdict after `replies` (RESP) arrived, or nothing if it wants more.
+std::optional<Failure> verdict(Handshake& handshake, const std::string& replies) {
+  codec::ReplyReader reader;
+  reader.feed(replies.data(), replies.size());
+  return handshake.on_bytes(reader);
+}
+
+bool says(const Failure& failure, const std::string& words) {
+  return failure.detail.find(words) != std::string::npos;
+}
+
+TEST(Handshake, SendsAuthSelectNameAndPingInOneWrite) {
+  Handshake handshake(RedisUrl::parse("redis://alice:secret@127.0.0.1:7000/3"), "worker-1");
+  EXPECT_EQ(handshake.request(), bytes_of({"AUTH", "alice", "secret"}) + bytes_of({"SELECT", "3"}) +
+                                     bytes_of({"CLIENT", "SETNAME", "worker-1"}) +
+                                     bytes_of({"PING"}));
+  const std::optional<Failure> ready = verdict(handshake, "+OK\r\n+OK\r\n+OK\r\n+PONG\r\n");
+  ASSERT_TRUE(ready);
+  EXPECT_FALSE(ready->error) << ready->detail;
+}
+
+TEST(Handshake, APlainUrlSendsOnlyPing) {
+  Handshake handshake(RedisUrl::parse("redis://127.0.0.1:7000"), "");
+  EXPECT_EQ(handshake.request(), bytes_of({"PING"}));
+  Handshake with_password(RedisUrl::parse("redis://:secret@127.0.0.1:7000"), "");
+  EXPECT_EQ(with_password.request(), bytes_of({"AUTH", "secret"}) + bytes_of({"PING"}));
+}
+
+TEST(Handshake, WaitsForEveryReply) {
+  Handshake handshake(RedisUrl::parse("redis://127.0.0.1:7000/1"), "n");
+  codec::ReplyReader reader;
+  const std::string first = "+OK\r\n+OK\r\n+PO";
+  reader.feed(first.data(), first.size());
+  EXPECT_FALSE(handshake.on_bytes(reader));
+  const std::string rest = "NG\r\n";
+  reader.feed(rest.data(), rest.size());
+  const std::optional<Failure> ready = handshake.on_bytes(reader);
+  ASSERT_TRUE(ready);
+  EXPECT_FALSE(ready->error) << ready->detail;
+}
+
+TEST(Handshake, ARefusedPasswordIsFatalAndNamesTheUser) {
+  Handshake handshake(RedisUrl::parse("redis://alice:wrong@127.0.0.1:7000"), "");
+  const std::optional<Failure> failure =
+      verdict(handshake, "-WRONGPASS invalid username-password pair\r\n-NOAUTH x\r\n");
+  ASSERT_TRUE(failure);
+  EXPECT_EQ(failure->error, make_error_code(errc::auth_failed));
+  EXPECT_TRUE(says(*failure, "refused to log in as user 'alice' from the URL: WRONGPASS"))
+      << failure->detail;
+}
+
+TEST(Handshake, ARefusedDatabaseIsFatal) {
+  Handshake handshake(RedisUrl::parse("redis://127.0.0.1:7000/99"), "");
+  const std::optional<Failure> failure =
+      verdict(handshake, "-ERR DB index is out of range\r\n+PONG\r\n");
+  ASSERT_TRUE(failure);
+  EXPECT_EQ(failure->error, make_error_code(errc::select_failed));
+  EXPECT_TRUE(says(*failure, "refused SELECT 99: ERR DB index is out of range")) << failure->detail;
+}
+
+TEST(Handshake, ARefusedNameIsOnlyACourtesyLost) {
+  Handshake handshake(RedisUrl::parse("redis://127.0.0.1:7000"), "n");
+  const std::optional<Failure> ready =
+      verdict(handshake, "-NOPERM no permission for CLIENT SETNAME\r\n+PONG\r\n");
+  ASSERT_TRUE(ready);
+  EXPECT_FALSE(ready->error) << ready->detail;
+}
+
+TEST(Handshake, PingTellsAMissingPasswordAndALoadingServerApart) {
+  Handshake no_password(RedisUrl::parse("redis://127.0.0.1:7000"), "");
+  std::optional<Failure> failure = verdict(no_password, "-NOAUTH Authentication required.\r\n");
+  ASSERT_TRUE(failure);
+  EXPECT_EQ(failure->error, make_error_code(errc::auth_failed));
+  EXPECT_TRUE(says(*failure, "requires a password, and the URL gives none")) << failure->detail;
+
+  Handshake loading(RedisUrl::parse("redis://127.0.0.1:7000"), "");
+  failure = verdict(loading, "-LOADING Redis is loading the dataset in memory\r\n");
+  ASSERT_TRUE(failure);
+  EXPECT_EQ(failure->error, make_error_code(errc::server_loading));
+
+  Handshake no_ping(RedisUrl::parse("redis://127.0.0.1:7000"), "");
+  failure = verdict(no_ping, "-NOPERM this user has no permissions to run 'ping'\r\n");
+  ASSERT_TRUE(failure);
+  EXPECT_FALSE(failure->error) << "calls will say what they lack";
+}
+
+TEST(Handshake, BytesBeyondTheSetupsRepliesAreAProtocolError) {
+  Handshake greeted(RedisUrl::parse("redis://127.0.0.1:7000"), "");
+  std::optional<Failure> failure = verdict(greeted, "+PONG\r\n+HELLO\r\n");
+  ASSERT_TRUE(failure);
+  EXPECT_EQ(failure->error, make_error_code(errc::protocol_error));
+  EXPECT_TRUE(says(*failure, "sent more than the replies")) << failure->detail;
+
+  Handshake shifted(RedisUrl::parse("redis://127.0.0.1:7000"), "n");
+  failure = verdict(shifted, "+WELCOME\r\n+OK\r\n");
+  ASSERT_TRUE(failure);
+  EXPECT_EQ(failure->error, make_error_code(errc::protocol_error));
+  EXPECT_TRUE(says(*failure, "where Redis answers OK")) << failure->detail;
+
+  Handshake garbled(RedisUrl::parse("redis://127.0.0.1:7000"), "");
+  failure = verdict(garbled, "HTTP/1.1 400 Bad Request\r\n");
+  ASSERT_TRUE(failure);
+  EXPECT_EQ(failure->error, make_error_code(errc::protocol_error));
+  EXPECT_TRUE(says(*failure, "does not speak the Redis protocol")) << failure->detail;
+}
+
+TEST(Handshake, ABrokenConnectionSaysWhatToCheck) {
+  Handshake plain(RedisUrl::parse("redis://127.0.0.1:7000"), "");
+  Failure failure = plain.broken(asio::error::eof, false, "", false);
+  EXPECT_EQ(failure.error, make_error_code(errc::connect_failed));
+  EXPECT_TRUE(says(failure, "failed while logging in")) << failure.detail;
+  EXPECT_TRUE(says(failure, "use rediss://")) << failure.detail;
+
+  Handshake tls(RedisUrl::parse("rediss://127.0.0.1:7000"), "");
+  failure = tls.broken(asio::error::connection_reset, true, "", false);
+  EXPECT_EQ(failure.error, make_error_code(errc::connect_failed));
+  EXPECT_TRUE(says(failure, "give one in ClientOptions::tls")) << failure.detail;
+  failure = tls.broken(asio::error::connection_reset, true, "", true);
+  EXPECT_FALSE(says(failure, "give one")) << failure.detail;
+
+  failure = tls.broken(asio::error::eof, true, "certificate required", true);
+  EXPECT_EQ(failure.error, make_error_code(errc::tls_failed));
+  EXPECT_TRUE(says(failure, "ended the TLS session while logging in: certificate required"))
+      << failure.detail;
+}
+
+}  // namespace
+}  // namespace leasehold::detail
