@@ -34,8 +34,10 @@
 
 #include "codec.hpp"
 #include "failure.hpp"
-#include "leasehold/client.hpp"
+#include "leasehold/detail/operation.hpp"
 #include "leasehold/detail/timer.hpp"
+#include "leasehold/options.hpp"
+#include "leasehold/url.hpp"
 #include "pipeline.hpp"
 #include "transport.hpp"
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "leasehold/client.hpp"
+#include "leasehold/detail/operation.hpp"
 
 namespace leasehold::detail {
 

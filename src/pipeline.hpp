@@ -23,7 +23,7 @@
 #include <string_view>
 
 #include "failure.hpp"
-#include "leasehold/client.hpp"
+#include "leasehold/detail/operation.hpp"
 
 namespace leasehold::detail {
 

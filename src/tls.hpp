@@ -7,7 +7,7 @@
 #include <string>
 #include <system_error>
 
-#include "leasehold/client.hpp"
+#include "leasehold/options.hpp"
 
 namespace leasehold::detail {
 

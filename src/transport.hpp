@@ -7,7 +7,10 @@
 #include <memory>
 #include <system_error>
 
-#include "leasehold/client.hpp"
+#include "leasehold/detail/operation.hpp"
+#include "leasehold/detail/unique_function.hpp"
+#include "leasehold/options.hpp"
+#include "leasehold/url.hpp"
 
 namespace leasehold::detail {
 

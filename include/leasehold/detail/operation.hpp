@@ -1,0 +1,266 @@
+// What a Client hands its connection: a call as one Operation (its requests, the replies they
+// get, and what to do with them), and where it completes. Internal: the public API is client.hpp.
+#pragma once
+
+#include <asio/any_io_executor.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/dispatch.hpp>
+#include <asio/execution/outstanding_work.hpp>
+#include <asio/io_context.hpp>
+#include <asio/prefer.hpp>
+#include <asio/strand.hpp>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "leasehold/clock.hpp"
+#include "leasehold/error.hpp"
+#include "leasehold/query.hpp"
+#include "leasehold/reply.hpp"
+#include "leasehold/request.hpp"
+
+namespace leasehold {
+namespace detail {
+
+class Transport;
+
+// The strand a connection's state lives on: typed on its io_context's executor, so that Asio
+// hands each completion to it without a type-erased copy of its executor.
+using ConnectionStrand = asio::strand<asio::io_context::executor_type>;
+
+// One call handed to the connection: its requests, the replies they get and what to do with
+// them, all in one allocation. The connection owns it from submit() until it calls complete(),
+// and calls on_reply() and complete() on its strand only.
+class Operation {
+ public:
+  Operation() = default;
+  Operation(const Operation&) = delete;
+  Operation& operator=(const Operation&) = delete;
+  virtual ~Operation() = default;
+
+  std::span<const Request> requests() const noexcept { return requests_; }
+  // True if every request may be sent again after the connection was lost with it in flight.
+  bool retry_safe() const noexcept;
+
+  // The reply to requests()[index] (each index once, unless the operation is sent again).
+  virtual void on_reply(std::size_t index, Reply&& reply) = 0;
+  // The end, called once: with every reply given (no error), or the error of the whole call.
+  // `core` takes what the completion sends without waiting (the clean-up of an unknown outcome).
+  virtual void complete(Transport& core, std::error_code error, std::string detail) = 0;
+
+  Clock::time_point sent;  // when the call was made: lease deadlines and the timeout count from it
+  // The connection's bookkeeping.
+  Clock::time_point deadline;
+  std::size_t replies_received = 0;
+  std::vector<std::size_t> noscript_replies;  // requests answered NOSCRIPT, sent again as EVAL
+
+ protected:
+  // The derived operation's requests, which it stores.
+  void set_requests(std::span<const Request> requests) noexcept { requests_ = requests; }
+
+ private:
+  std::span<const Request> requests_;
+};
+
+// Calls handler(args...) through `executor` as asio::dispatch does.
+template <class Executor, class Handler, class... Args>
+void dispatch_to(const Executor& executor, Handler handler, Args&&... args) {
+  asio::dispatch(executor,
+                 [handler = std::move(handler), ... args = std::forward<Args>(args)]() mutable {
+                   std::move(handler)(std::move(args)...);
+                 });
+}
+
+// Where a call completes: its handler's associated executor, which counts the call as
+// outstanding work until then (as Asio's own operations do), and runs the handler as
+// asio::dispatch would.
+template <class Executor>
+class CompletionExecutor {
+ public:
+  explicit CompletionExecutor(const Executor& executor)
+      : tracked_(asio::prefer(executor, asio::execution::outstanding_work.tracked)) {}
+
+  template <class Handler, class... Args>
+  void complete(Handler handler, Args&&... args) const {
+    dispatch_to(tracked_, std::move(handler), std::forward<Args>(args)...);
+  }
+
+ private:
+  std::decay_t<decltype(asio::prefer(std::declval<const Executor&>(),
+                                     asio::execution::outstanding_work.tracked))>
+      tracked_;
+};
+
+// The executor that `executor` holds if it is a T, else null. (Asio 1.22's
+// any_io_executor::target<T>() casts to T without checking that the executor is one.)
+template <class T>
+const T* executor_target(const asio::any_io_executor& executor) noexcept {
+  return executor.target_type() == typeid(T) ? executor.target<T>() : nullptr;
+}
+
+// The usual handler is a coroutine's on an io_context: an any_io_executor that holds the
+// io_context's executor. That executor is kept as itself, tracked (no type-erased copies of
+// it), and a handler whose io_context runs in this thread is called at once, as dispatch would.
+template <>
+class CompletionExecutor<asio::any_io_executor> {
+  using Io = asio::io_context::executor_type;
+  using TrackedIo = std::decay_t<decltype(asio::prefer(std::declval<const Io&>(),
+                                                       asio::execution::outstanding_work.tracked))>;
+
+ public:
+  explicit CompletionExecutor(const asio::any_io_executor& executor) : tracked_(track(executor)) {}
+
+  template <class Handler, class... Args>
+  void complete(Handler handler, Args&&... args) const {
+    if (const TrackedIo* io = std::get_if<TrackedIo>(&tracked_)) {
+      if (io->running_in_this_thread()) {
+        std::move(handler)(std::forward<Args>(args)...);
+        return;
+      }
+      dispatch_to(*io, std::move(handler), std::forward<Args>(args)...);
+      return;
+    }
+    dispatch_to(std::get<asio::any_io_executor>(tracked_), std::move(handler),
+                std::forward<Args>(args)...);
+  }
+
+ private:
+  static std::variant<TrackedIo, asio::any_io_executor> track(
+      const asio::any_io_executor& executor) {
+    using Tracked = std::variant<TrackedIo, asio::any_io_executor>;
+    if (const Io* io = executor_target<Io>(executor))
+      return Tracked(std::in_place_index<0>,
+                     asio::prefer(*io, asio::execution::outstanding_work.tracked));
+    if (const TrackedIo* io = executor_target<TrackedIo>(executor))
+      return Tracked(std::in_place_index<0>, *io);
+    return Tracked(std::in_place_index<1>,
+                   asio::prefer(executor, asio::execution::outstanding_work.tracked));
+  }
+
+  std::variant<TrackedIo, asio::any_io_executor> tracked_;
+};
+
+// Sends a request whose outcome nobody waits for.
+void send_without_waiting(Transport& core, Request request);
+
+// The current time for a call's Timing, as the connection tells it: on its strand, while it hands
+// out the replies of one read, the time that read completed (never later than the truth: a
+// call's `sent` is then a little early, which only shortens its lease; a reply's `received` is
+// when it was read), so that calls made by callers that replies resume cost no clock read of
+// their own. Clock::now() anywhere else.
+Clock::time_point connection_now(const Transport& core) noexcept;
+
+// Sends, without waiting, what a query asks for when its outcome is unknown.
+template <Query Q>
+void clean_up_unknown_outcome(Transport& core, const Q& query, std::error_code ec) {
+  if constexpr (HasUnknownOutcomeCleanup<Q>) {
+    // An acquire that replicas did not acknowledge is released like an unknown one.
+    if (!outcome_unknown(ec) && ec != errc::not_replicated)
+      return;
+    if (std::optional<Request> cleanup = query.on_unknown_outcome())
+      send_without_waiting(core, std::move(*cleanup));
+  }
+}
+
+// The outcome of one query, from the connection's verdict and its reply. The operation runs its
+// own query once: it parses the reply as an rvalue (a query may then move what it has into the
+// outcome, and must leave what its clean-up needs when there is no value).
+template <Query Q>
+Result<typename Q::result_type> outcome_of(Transport& core, Q& query, std::error_code error,
+                                           std::string&& detail, Reply& reply,
+                                           Clock::time_point sent) {
+  Result<typename Q::result_type> result =
+      error ? Result<typename Q::result_type>(error, std::move(detail))
+            : std::move(query).parse(std::move(reply), Timing{sent, connection_now(core)});
+  if (!result)
+    clean_up_unknown_outcome(core, query, result.error());
+  return result;
+}
+
+// One query as an operation: `on_outcome(Result<Q::result_type>)` gets its outcome.
+template <Query Q, class OnOutcome>
+class QueryOperation final : public Operation {
+ public:
+  // From a query to copy or (async calls) to move.
+  template <class QueryArg, class OutcomeArg>
+  QueryOperation(QueryArg&& query, Clock::time_point sent_at, OutcomeArg&& on_outcome)
+      : query_(std::forward<QueryArg>(query)), on_outcome_(std::forward<OutcomeArg>(on_outcome)) {
+    sent = sent_at;
+    if constexpr (kQueryKeepsRequest) {
+      set_requests({&query_.request(), 1});
+    } else {
+      request_ = query_.request();
+      set_requests({&request_, 1});
+    }
+  }
+
+  void on_reply(std::size_t, Reply&& reply) override { reply_ = std::move(reply); }
+  void complete(Transport& core, std::error_code error, std::string detail) override {
+    on_outcome_(outcome_of(core, query_, error, std::move(detail), reply_, sent));
+  }
+
+ private:
+  // A query that keeps its request (request() returns a reference) is sent from there.
+  static constexpr bool kQueryKeepsRequest =
+      std::is_lvalue_reference_v<decltype(std::declval<const Q&>().request())>;
+  struct NoRequest {};
+
+  Q query_;
+  [[no_unique_address]] std::conditional_t<kQueryKeepsRequest, NoRequest, Request> request_;
+  Reply reply_;
+  OnOutcome on_outcome_;
+};
+
+// A batch of queries as one operation: `on_outcome(error, detail, results)` gets an error for
+// the whole batch (and no results), or one Result per query.
+template <Query Q, class OnOutcome>
+class BatchOperation final : public Operation {
+ public:
+  using Results = std::vector<Result<typename Q::result_type>>;
+
+  BatchOperation(std::vector<Q> queries, Clock::time_point sent_at, OnOutcome on_outcome)
+      : queries_(std::move(queries)),
+        replies_(queries_.size()),
+        on_outcome_(std::move(on_outcome)) {
+    sent = sent_at;
+    requests_.reserve(queries_.size());
+    for (const Q& query : queries_)
+      requests_.push_back(query.request());
+    set_requests(requests_);
+  }
+
+  void on_reply(std::size_t index, Reply&& reply) override { replies_[index] = std::move(reply); }
+  void complete(Transport& core, std::error_code error, std::string detail) override {
+    Results results;
+    if (error) {
+      for (const Q& query : queries_)
+        clean_up_unknown_outcome(core, query, error);
+    } else {
+      results.reserve(queries_.size());
+      const Timing timing{sent, connection_now(core)};
+      for (std::size_t i = 0; i < queries_.size(); ++i) {
+        // Run once, as in outcome_of(): the query may move what it has into its outcome.
+        results.push_back(std::move(queries_[i]).parse(std::move(replies_[i]), timing));
+        if (!results.back())
+          clean_up_unknown_outcome(core, queries_[i], results.back().error());
+      }
+    }
+    on_outcome_(error, std::move(detail), std::move(results));
+  }
+
+ private:
+  std::vector<Q> queries_;
+  std::vector<Request> requests_;
+  std::vector<Reply> replies_;
+  OnOutcome on_outcome_;
+};
+
+}  // namespace detail
+
+}  // namespace leasehold
