@@ -14,11 +14,6 @@ bool starts_with_word(const Reply& reply, std::string_view word) {
          (reply.str.size() == word.size() || reply.str[word.size()] == ' ');
 }
 
-bool is_connection_failure(std::error_code ec) {
-  return ec == errc::connection_lost || ec == errc::connect_failed || ec == errc::connect_timeout ||
-         ec == errc::command_timeout;
-}
-
 ReplyVerdict failed(std::error_code error, std::string detail) {
   ReplyVerdict verdict;
   verdict.action = ReplyVerdict::Action::fail;
@@ -70,7 +65,8 @@ NodeErrorVerdict judge_node_error(std::error_code error) {
     verdict.action = NodeErrorVerdict::Action::route_again;
     return verdict;
   }
-  verdict.refresh_map = is_connection_failure(error);
+  // A node that could not be reached or stopped answering may have left: the map may have moved.
+  verdict.refresh_map = error == condition::transient;
   return verdict;
 }
 
@@ -86,7 +82,7 @@ SlotsVerdict judge_slots_reply(const RedisUrl::Endpoint& asked, std::error_code 
   if (error) {
     verdict.failure = {error, std::move(detail)};
     // Credentials and certificates are the same for every node: one refusal is everyone's.
-    if (error == errc::auth_failed || error == errc::tls_failed)
+    if (error == condition::fatal)
       verdict.action = SlotsVerdict::Action::fatal;
     return verdict;
   }

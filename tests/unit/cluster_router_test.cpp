@@ -113,9 +113,9 @@ TEST(ClusterRouterNodeError, ACallHandedBackIsRoutedAgain) {
   EXPECT_FALSE(verdict.refresh_map);
 }
 
-TEST(ClusterRouterNodeError, ConnectionFailuresFailTheCallAndRefreshTheMap) {
+TEST(ClusterRouterNodeError, TransientFailuresFailTheCallAndRefreshTheMap) {
   for (errc e : {errc::connection_lost, errc::connect_failed, errc::connect_timeout,
-                 errc::command_timeout}) {
+                 errc::command_timeout, errc::server_loading}) {
     const NodeErrorVerdict verdict = judge_node_error(e);
     EXPECT_EQ(verdict.action, NodeErrorVerdict::Action::fail) << make_error_code(e).message();
     EXPECT_TRUE(verdict.refresh_map) << make_error_code(e).message();
@@ -151,7 +151,7 @@ TEST(ClusterRouterSlots, AMapIsApplied) {
 }
 
 TEST(ClusterRouterSlots, ARefusedPasswordOrCertificateIsEveryNodesAndFatal) {
-  for (errc e : {errc::auth_failed, errc::tls_failed}) {
+  for (errc e : {errc::auth_failed, errc::tls_failed, errc::select_failed}) {
     const SlotsVerdict verdict = judge_slots_reply(kAsked, e, "refused", {});
     EXPECT_EQ(verdict.action, SlotsVerdict::Action::fatal);
     EXPECT_EQ(verdict.failure.error, e);
