@@ -7,37 +7,18 @@
 #include <asio/post.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/use_awaitable.hpp>
-#include <charconv>
 #include <numeric>
-
-#include "cluster_protocol.hpp"
-#include "codec.hpp"
-#include "leasehold/slot.hpp"
 
 namespace leasehold::detail {
 namespace {
 
-// More redirections than this for one request means the cluster's view keeps changing under us.
-constexpr int kMaxRedirections = 16;
 // Refreshes asked for by errors are at least this far apart.
 constexpr std::chrono::milliseconds kRefreshSpacing{100};
-constexpr std::chrono::milliseconds kTryAgainDelay{25};
-constexpr std::chrono::milliseconds kClusterDownDelay{100};
-
-bool starts_with_word(const Reply& reply, std::string_view word) {
-  return reply.is_error() && reply.str.starts_with(word) &&
-         (reply.str.size() == word.size() || reply.str[word.size()] == ' ');
-}
 
 std::vector<std::size_t> all_indices(std::size_t count) {
   std::vector<std::size_t> indices(count);
   std::iota(indices.begin(), indices.end(), std::size_t{0});
   return indices;
-}
-
-bool is_connection_failure(std::error_code ec) {
-  return ec == errc::connection_lost || ec == errc::connect_failed || ec == errc::connect_timeout ||
-         ec == errc::command_timeout;
 }
 
 }  // namespace
@@ -87,7 +68,6 @@ ClusterCore::ClusterCore(asio::io_context::executor_type executor, RedisUrl url,
       options_(std::move(options)),
       tls_(std::move(tls)),
       strand_(asio::make_strand(std::move(executor))),
-      slot_owner_(kClusterSlots, nullptr),
       parked_timer_(strand_, Clock::time_point::max()),
       refresh_timer_(strand_),
       refresh_soon_timer_(strand_) {}
@@ -152,50 +132,33 @@ void ClusterCore::accept(std::unique_ptr<Operation> operation) {
 }
 
 // Commands whose builder did not declare their keys (raw Commands): the server says which of
-// the arguments are keys (COMMAND GETKEYS), for every command, with its own key rules.
+// the arguments are keys.
 void ClusterCore::resolve_unknown_keys(const CallPtr& call) {
-  Node* master = any_master();
+  Node* master = slots_.next_master();
   if (master == nullptr) {
     park(call, {});
     return;
   }
   std::vector<std::size_t> unknown;
-  std::vector<Request> lookups;
-  for (std::size_t i = 0; i < call->keys.size(); ++i) {
-    if (call->keys[i] != Request::Keys::unknown)
-      continue;
-    const std::vector<std::string> command = codec::parse_command(call->request(i).bytes());
-    std::vector<std::string_view> args = {"COMMAND", "GETKEYS"};
-    args.insert(args.end(), command.begin(), command.end());
-    lookups.push_back(Request::command(std::span<const std::string_view>(args)).without_keys());
-    unknown.push_back(i);
-  }
+  std::vector<Request> lookups = key_lookups(call->operation->requests(), call->keys, unknown);
   auto lookup = std::make_unique<RouterOperation>(
       std::move(lookups), call->operation->sent, call->deadline,
       [self = shared_from_this(), call, unknown](std::error_code ec, std::string detail,
                                                  std::vector<Reply> replies) {
         if (call->done)
           return;
-        if (ec == route_again_error()) {
-          self->resolve_unknown_keys(call);
-          return;
-        }
         if (ec) {
-          if (is_connection_failure(ec))
+          const NodeErrorVerdict verdict = judge_node_error(ec);
+          if (verdict.action == NodeErrorVerdict::Action::route_again) {
+            self->resolve_unknown_keys(call);
+            return;
+          }
+          if (verdict.refresh_map)
             self->refresh_soon();
           self->fail(call, ec, std::move(detail));
           return;
         }
-        for (std::size_t k = 0; k < unknown.size(); ++k) {
-          // An error ("no key arguments", an unknown command, wrong arity): any node will do,
-          // and answers the call with its own error if there is one.
-          if (replies[k].type == Reply::Type::array) {
-            for (const Reply& key : replies[k].elements)
-              Request::add_key(call->keys[unknown[k]], call->slots[unknown[k]], key.str);
-          }
-          if (call->keys[unknown[k]] == Request::Keys::unknown)
-            call->keys[unknown[k]] = Request::Keys::none;
-        }
+        apply_key_lookups(unknown, replies, call->keys, call->slots);
         call->keys_known = true;
         self->route(call, all_indices(call->keys.size()));
       });
@@ -205,31 +168,17 @@ void ClusterCore::resolve_unknown_keys(const CallPtr& call) {
 void ClusterCore::route(const CallPtr& call, std::vector<std::size_t> indices) {
   if (call->done)
     return;
-  // Refused before anything of the call is sent.
-  for (std::size_t i : indices) {
-    if (call->keys[i] == Request::Keys::cross_slot) {
-      fail(call, make_error_code(errc::cross_slot),
-           "the keys of request " + std::to_string(i + 1) +
-               " of the call are in different hash "
-               "slots of the Redis Cluster at " +
-               url_.address() + ", so no single node can run it; give them a common {hash tag}");
-      return;
-    }
+  SlotMap<Node>::Plan plan = slots_.plan(call->keys, call->slots, indices);
+  if (plan.cross_slot) {
+    // Refused before anything of the call is sent.
+    Failure failure = cross_slot_failure(*plan.cross_slot, url_.address());
+    fail(call, failure.error, std::move(failure.detail));
+    return;
   }
-  std::map<Node*, std::vector<std::size_t>> by_node;
-  std::vector<std::size_t> unrouted;
-  for (std::size_t i : indices) {
-    Node* node =
-        call->keys[i] == Request::Keys::one_slot ? slot_owner_[call->slots[i]] : any_master();
-    if (node == nullptr)
-      unrouted.push_back(i);
-    else
-      by_node[node].push_back(i);
-  }
-  for (auto& [node, group] : by_node)
+  for (auto& [node, group] : plan.by_node)
     send(call, *node, std::move(group), false);
-  if (!unrouted.empty())
-    park(call, std::move(unrouted));
+  if (!plan.unrouted.empty())
+    park(call, std::move(plan.unrouted));
 }
 
 // No node serves the slot (yet): wait for the next slot map, up to the call's deadline.
@@ -261,16 +210,17 @@ void ClusterCore::on_replies(const CallPtr& call, const std::string& address,
                              std::string detail, std::vector<Reply> replies) {
   if (call->done)
     return;
-  if (ec == route_again_error()) {
-    route(call, std::move(indices));
-    return;
-  }
   if (ec) {
+    const NodeErrorVerdict verdict = judge_node_error(ec);
+    if (verdict.action == NodeErrorVerdict::Action::route_again) {
+      route(call, std::move(indices));
+      return;
+    }
     if (fatal_.error) {
       fail(call, fatal_.error, fatal_.detail);
       return;
     }
-    if (is_connection_failure(ec))
+    if (verdict.refresh_map)
       refresh_soon();
     fail(call, ec, std::move(detail));
     return;
@@ -282,41 +232,30 @@ void ClusterCore::on_replies(const CallPtr& call, const std::string& address,
   for (std::size_t k = 0; k < indices.size(); ++k) {
     const std::size_t i = indices[k];
     Reply& reply = replies[k + offset];
-    const bool moved = starts_with_word(reply, "MOVED");
-    if (moved || starts_with_word(reply, "ASK")) {
-      std::uint16_t slot = 0;
-      RedisUrl::Endpoint target;
-      if (!parse_redirection(reply.str, slot, target, replying_host)) {
-        fail(call, make_error_code(errc::protocol_error),
-             "the cluster node " + address + " sent a malformed redirection: " + reply.str);
-        return;
-      }
-      if (++call->redirections > kMaxRedirections) {
-        fail(call, make_error_code(errc::server_error),
-             "the Redis Cluster at " + url_.address() + " redirected a call more than " +
-                 std::to_string(kMaxRedirections) + " times (last: " + reply.str +
-                 "); its slot map keeps changing");
-        return;
-      }
-      Node& node = node_at(target);
-      if (moved) {
-        slot_owner_[slot] = &node;
+    if (reply.is_error()) {  // else delivered as it is; only an error can be a redirection
+      ReplyVerdict verdict = judge_reply(reply, {address, replying_host, url_.address(),
+                                                 call->redirections, Clock::now(), call->deadline});
+      if (verdict.refresh_map)
         refresh_soon();
-      }
-      send(call, node, {i}, !moved);
-      continue;
-    }
-    const bool try_again = starts_with_word(reply, "TRYAGAIN");
-    const bool cluster_down = starts_with_word(reply, "CLUSTERDOWN");
-    if (cluster_down)
-      refresh_soon();
-    if (try_again || cluster_down) {
-      const auto delay = try_again ? kTryAgainDelay : kClusterDownDelay;
-      // Keys of a slot that is being moved, or a cluster without quorum: the command did not
-      // run; try again while there is time, else the caller gets the server's error.
-      if (Clock::now() + delay < call->deadline) {
-        retry_later(call, i, delay);
-        continue;
+      switch (verdict.action) {
+        case ReplyVerdict::Action::deliver:
+          break;
+        case ReplyVerdict::Action::follow:
+        case ReplyVerdict::Action::ask: {
+          ++call->redirections;
+          const bool moved = verdict.action == ReplyVerdict::Action::follow;
+          Node& node = node_at(verdict.target);
+          if (moved)
+            slots_.set_owner(verdict.slot, node);
+          send(call, node, {i}, !moved);
+          continue;
+        }
+        case ReplyVerdict::Action::retry_later:
+          retry_later(call, i, verdict.delay);
+          continue;
+        case ReplyVerdict::Action::fail:
+          fail(call, verdict.failure.error, std::move(verdict.failure.detail));
+          return;
       }
     }
     call->replies[i] = std::move(reply);
@@ -364,17 +303,6 @@ ClusterCore::Node& ClusterCore::node_at(const RedisUrl::Endpoint& endpoint) {
   return it->second;
 }
 
-ClusterCore::Node* ClusterCore::any_master() {
-  while (!masters_.empty()) {
-    const std::string& address = masters_[next_master_++ % masters_.size()];
-    auto it = nodes_.find(address);
-    if (it != nodes_.end())
-      return &it->second;
-    masters_.erase(std::find(masters_.begin(), masters_.end(), address));
-  }
-  return nullptr;
-}
-
 void ClusterCore::refresh_soon() {
   if (closed_ || fatal_.error)
     return;
@@ -402,21 +330,11 @@ void ClusterCore::refresh() {
   refreshing_ = true;
   refresh_again_ = false;
   const std::uint64_t generation = ++refresh_generation_;
-  // Every master is asked and the first slot map that comes back wins: a master that died
-  // only delays its own answer. The seeds are asked too until a map was had, and whenever no
-  // master answered last time.
-  std::vector<RedisUrl::Endpoint> asked;
-  for (const std::string& address : masters_) {
-    auto it = nodes_.find(address);
-    if (it != nodes_.end())
-      asked.push_back(it->second.endpoint);
-  }
-  if (!has_slot_map_ || last_refresh_failure_.error || asked.empty()) {
-    for (const RedisUrl::Endpoint& seed : url_.seeds) {
-      if (std::find(asked.begin(), asked.end(), seed) == asked.end())
-        asked.push_back(seed);
-    }
-  }
+  std::vector<RedisUrl::Endpoint> masters;
+  for (const Node* master : slots_.masters())
+    masters.push_back(master->endpoint);
+  const std::vector<RedisUrl::Endpoint> asked = slot_map_sources(
+      std::move(masters), url_.seeds, has_slot_map_, bool(last_refresh_failure_.error));
   refresh_pending_ = asked.size();
   const Clock::time_point now = Clock::now();
   for (const RedisUrl::Endpoint& endpoint : asked) {
@@ -436,61 +354,29 @@ void ClusterCore::on_slots(std::uint64_t generation, const RedisUrl::Endpoint& a
   if (generation != refresh_generation_ || !refreshing_ || closed_)
     return;
   --refresh_pending_;
-  Failure failure;
-  if (ec == route_again_error()) {
-    failure = {make_error_code(errc::connection_lost),
-               "the cluster node " + asked.address() + " left while asked for the slot map"};
-  } else if (ec) {
-    failure = {ec, std::move(detail)};
-    // Credentials and certificates are the same for every node: one refusal is everyone's.
-    if (ec == errc::auth_failed || ec == errc::tls_failed) {
-      fatal_ = failure;
-      fail_everything(failure);
+  SlotsVerdict verdict = judge_slots_reply(asked, ec, std::move(detail), replies);
+  switch (verdict.action) {
+    case SlotsVerdict::Action::apply:
+      apply_slots(verdict.ranges);
       return;
-    }
-  } else if (replies.front().is_error()) {
-    const std::string& message = replies.front().str;
-    if (message.find("cluster support disabled") != std::string::npos) {
-      fatal_ = {make_error_code(errc::connect_failed),
-                "the server at " + asked.address() +
-                    " is not a Redis Cluster node (cluster support is disabled); use a redis:// "
-                    "URL for a single server"};
+    case SlotsVerdict::Action::fatal:
+      fatal_ = std::move(verdict.failure);
       fail_everything(fatal_);
       return;
-    }
-    failure = {classify_error_reply(message),
-               "the cluster node " + asked.address() + " refused CLUSTER SLOTS: " + message};
-  } else if (apply_slots(asked, replies.front())) {
-    return;
-  } else {
-    failure = {make_error_code(errc::server_error),
-               "the cluster node " + asked.address() +
-                   " answered CLUSTER SLOTS with no slots assigned; is the cluster created?"};
+    case SlotsVerdict::Action::failed:
+      break;
   }
   if (refresh_pending_ == 0) {
     refreshing_ = false;
-    refresh_failed(std::move(failure));
+    refresh_failed(std::move(verdict.failure));
   } else {
-    last_refresh_failure_ = std::move(failure);
+    last_refresh_failure_ = std::move(verdict.failure);
   }
 }
 
-bool ClusterCore::apply_slots(const RedisUrl::Endpoint& asked, const Reply& slots) {
-  std::vector<SlotRange> ranges;
-  if (!parse_slot_map(slots, asked.host, ranges))
-    return false;
-  std::vector<Node*> owner(kClusterSlots, nullptr);
-  std::vector<std::string> masters;
-  for (const SlotRange& range : ranges) {
-    Node& node = node_at(range.master);
-    for (std::size_t slot = range.first; slot <= range.last; ++slot)
-      owner[slot] = &node;
-    const std::string address = range.master.address();
-    if (std::find(masters.begin(), masters.end(), address) == masters.end())
-      masters.push_back(address);
-  }
-  slot_owner_ = std::move(owner);
-  masters_ = std::move(masters);
+void ClusterCore::apply_slots(const std::vector<SlotRange>& ranges) {
+  slots_.assign(ranges,
+                [this](const RedisUrl::Endpoint& master) -> Node& { return node_at(master); });
   has_slot_map_ = true;
   refreshing_ = false;
   last_refresh_failure_ = {};
@@ -499,7 +385,7 @@ bool ClusterCore::apply_slots(const RedisUrl::Endpoint& asked, const Reply& slot
   // hold goes to the new owners.
   std::vector<std::shared_ptr<ClientCore>> retired;
   for (auto it = nodes_.begin(); it != nodes_.end();) {
-    if (std::find(masters_.begin(), masters_.end(), it->first) == masters_.end()) {
+    if (!slots_.is_master(&it->second)) {
       retired.push_back(std::move(it->second.core));
       it = nodes_.erase(it);
     } else {
@@ -514,7 +400,6 @@ bool ClusterCore::apply_slots(const RedisUrl::Endpoint& asked, const Reply& slot
     refresh_again_ = false;
     refresh_soon();
   }
-  return true;
 }
 
 void ClusterCore::refresh_failed(Failure failure) {
@@ -561,12 +446,9 @@ void ClusterCore::expire_parked() {
       keep.push_back(std::move(entry));
       continue;
     }
-    std::string why =
-        "no node of the Redis Cluster at " + url_.address() + " served the call's slot within " +
-        std::to_string(options_.command_timeout.count()) + " ms; the call was not sent";
-    if (last_refresh_failure_.error)
-      why += " (" + last_refresh_failure_.detail + ")";
-    fail(call, make_error_code(errc::command_timeout), std::move(why));
+    Failure failure =
+        unserved_failure(url_.address(), options_.command_timeout, last_refresh_failure_);
+    fail(call, failure.error, std::move(failure.detail));
   }
   parked_ = std::move(keep);
   parked_timer_.expires_at(Clock::time_point::max());
@@ -606,11 +488,8 @@ void ClusterCore::notify_connect_waiters(const Failure& failure) {
   auto pending = std::make_shared<Pending>();
   pending->waiters = std::move(waiters);
   std::vector<std::shared_ptr<ClientCore>> cores;
-  for (const std::string& address : masters_) {
-    auto it = nodes_.find(address);
-    if (it != nodes_.end())
-      cores.push_back(it->second.core);
-  }
+  for (const Node* master : slots_.masters())
+    cores.push_back(master->core);
   pending->remaining = cores.size();
   auto report = [pending] {
     for (auto& waiter : pending->waiters)
@@ -638,9 +517,8 @@ void ClusterCore::fail_everything(const Failure& failure) {
   notify_connect_waiters(failure);
   for (auto& [address, node] : nodes_)
     node.core->close();
+  slots_.clear();
   nodes_.clear();
-  masters_.clear();
-  std::fill(slot_owner_.begin(), slot_owner_.end(), nullptr);
   parked_timer_.cancel();
   refresh_timer_.cancel();
   refresh_soon_timer_.cancel();

@@ -9,7 +9,9 @@
 //
 // Redirections: MOVED updates the slot's owner and sends the request there; ASK sends ASKING and
 // the request to the target, once; TRYAGAIN and CLUSTERDOWN are retried after a short delay until
-// the call's deadline. None of them ran the command, so sending again is always safe.
+// the call's deadline. None of them ran the command, so sending again is always safe. What each
+// answer means, and where each request goes, is decided by the router (cluster_router.hpp); this
+// class sends, waits and carries the decisions out.
 #pragma once
 
 #include <map>
@@ -20,6 +22,7 @@
 #include "leasehold/detail/timer.hpp"
 
 #include "client_core.hpp"
+#include "cluster_router.hpp"
 #include "transport.hpp"
 
 namespace leasehold::detail {
@@ -50,10 +53,7 @@ class ClusterCore final : public Transport, public std::enable_shared_from_this<
   struct Call;
   class RouterOperation;
   using CallPtr = std::shared_ptr<Call>;
-  struct Failure {
-    std::error_code error;
-    std::string detail;
-  };
+  using Failure = ClusterFailure;
 
   void accept(std::unique_ptr<Operation> operation);
   void resolve_unknown_keys(const CallPtr& call);
@@ -67,12 +67,11 @@ class ClusterCore final : public Transport, public std::enable_shared_from_this<
   void finish_if_done(const CallPtr& call);
 
   Node& node_at(const RedisUrl::Endpoint& endpoint);
-  Node* any_master();
   void refresh_soon();
   void refresh();
   void on_slots(std::uint64_t generation, const RedisUrl::Endpoint& asked, std::error_code ec,
                 std::string detail, std::vector<Reply> replies);
-  bool apply_slots(const RedisUrl::Endpoint& asked, const Reply& slots);
+  void apply_slots(const std::vector<SlotRange>& ranges);
   void refresh_failed(Failure failure);
   void route_parked();
   void expire_parked();
@@ -87,9 +86,7 @@ class ClusterCore final : public Transport, public std::enable_shared_from_this<
   ConnectionStrand strand_;
 
   std::map<std::string, Node> nodes_;  // by address; masters, and seeds being asked
-  std::vector<Node*> slot_owner_;      // 16384 entries; nullptr: not known
-  std::vector<std::string> masters_;   // addresses, for keyless calls (round robin)
-  std::size_t next_master_ = 0;
+  SlotMap<Node> slots_;                // points into nodes_
   // Calls, or the requests of calls (indices), that wait for a node to serve their slot; a call
   // whose keys are not known yet waits with no indices.
   std::vector<std::pair<CallPtr, std::vector<std::size_t>>> parked_;

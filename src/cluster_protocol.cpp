@@ -17,7 +17,7 @@ bool parse_whole(std::string_view text, Int& value) {
 }  // namespace
 
 bool parse_redirection(std::string_view message, std::uint16_t& slot, RedisUrl::Endpoint& endpoint,
-                       const std::string& replying_host) {
+                       std::string_view replying_host) {
   const auto first = message.find(' ');
   const auto second = message.find(' ', first + 1);
   if (first == std::string_view::npos || second == std::string_view::npos)
@@ -37,7 +37,7 @@ bool parse_redirection(std::string_view message, std::uint16_t& slot, RedisUrl::
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
     host = host.substr(1, host.size() - 2);
   slot = static_cast<std::uint16_t>(slot_value);
-  endpoint.host = host.empty() ? replying_host : std::string(host);
+  endpoint.host = std::string(host.empty() ? replying_host : host);
   endpoint.port = static_cast<std::uint16_t>(port);
   return true;
 }

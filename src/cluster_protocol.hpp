@@ -15,7 +15,7 @@ namespace leasehold::detail {
 // "MOVED 3999 127.0.0.1:6381" or "ASK 3999 [::1]:6381": the slot and where it is now. An empty
 // host means the host of the node that answered. False if the message is malformed.
 bool parse_redirection(std::string_view message, std::uint16_t& slot, RedisUrl::Endpoint& endpoint,
-                       const std::string& replying_host);
+                       std::string_view replying_host);
 
 struct SlotRange {
   std::size_t first = 0;

@@ -78,10 +78,59 @@ class Category final : public std::error_category {
   }
 };
 
+// Which codes each condition holds: the one place that says it.
+bool is_of(errc code, condition kind) noexcept {
+  switch (kind) {
+    case condition::fatal:
+      return code == errc::auth_failed || code == errc::select_failed || code == errc::tls_failed;
+    case condition::transient:
+      return code == errc::connect_failed || code == errc::connect_timeout ||
+             code == errc::command_timeout || code == errc::connection_lost ||
+             code == errc::server_busy || code == errc::server_loading;
+    case condition::outcome_unknown:
+      return code == errc::command_timeout || code == errc::connection_lost;
+    case condition::usage:
+      return code == errc::invalid_url || code == errc::invalid_argument ||
+             code == errc::called_from_io_thread || code == errc::cross_slot;
+  }
+  return false;
+}
+
+class ConditionCategory final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "leasehold.condition"; }
+
+  std::string message(int value) const override {
+    switch (static_cast<condition>(value)) {
+      case condition::fatal:
+        return "Redis refused the connection's setup (credentials, database or TLS); retrying "
+               "with the same settings cannot help.";
+      case condition::transient:
+        return "Redis could not be reached, stopped answering or asked to be called later; the "
+               "same call may succeed later.";
+      case condition::outcome_unknown:
+        return "The call was sent and no answer came; it may or may not have run.";
+      case condition::usage:
+        return "The library was used wrongly; nothing was sent.";
+    }
+    return "Unknown leasehold condition.";
+  }
+
+  bool equivalent(const std::error_code& code, int value) const noexcept override {
+    return code.category() == category() &&
+           is_of(static_cast<errc>(code.value()), static_cast<condition>(value));
+  }
+};
+
 }  // namespace
 
 const std::error_category& category() noexcept {
   static const Category instance;
+  return instance;
+}
+
+const std::error_category& condition_category() noexcept {
+  static const ConditionCategory instance;
   return instance;
 }
 

@@ -1,9 +1,13 @@
-// Error codes and the exception type of leasehold.
+// Error codes, the conditions they fall under, and the exception type of leasehold.
 //
 // Outcomes such as "busy" or "lease lost" are values, never errors. Errors are failures to reach
 // Redis, to be understood by it, or to use the library correctly. The async API reports them as
 // std::error_code in leasehold's own category; the sync API throws leasehold::Error (a
 // std::system_error) whose what() adds the details (the server's own message, the URL, ...).
+//
+// `errc` says exactly what failed; `condition` says what kind of failure it is, for code that
+// decides what to do next (give up, try again later, clean up) without listing codes:
+//   if (ec == leasehold::condition::transient) retry_later();
 #pragma once
 
 #include <string>
@@ -53,6 +57,35 @@ inline std::error_code make_error_code(errc e) noexcept {
   return {static_cast<int>(e), category()};
 }
 
+// Kinds of errors, compared with a code as `ec == condition::fatal` (std::error_condition). A code
+// may be of several kinds (command_timeout is transient, and the outcome of its call unknown) or
+// of none (wrong_type, no_permission, server_error, ... : the server refused this call). Codes of
+// other categories are of none.
+enum class condition {
+  // Redis refused the connection's setup: the credentials (auth_failed), the database
+  // (select_failed) or the TLS handshake (tls_failed). Retrying with the same settings cannot
+  // help; a client whose setup was refused stops reconnecting and fails every call with it.
+  fatal = 1,
+  // Redis could not be reached or stopped answering (connect_failed, connect_timeout,
+  // command_timeout, connection_lost), or asked to be called again later (server_busy,
+  // server_loading). The client reconnects by itself: the same call may succeed if made again
+  // later. A call that was sent may have run, though: see outcome_unknown.
+  transient,
+  // The call was sent and its answer never came (command_timeout, connection_lost): it may or
+  // may not have run. An acquire that reports it may hold a lease nobody knows of; the lock
+  // queries release it themselves (on_unknown_outcome(), docs/connection.md).
+  outcome_unknown,
+  // The library was used wrongly (invalid_url, invalid_argument, called_from_io_thread,
+  // cross_slot): nothing was sent, and the same call fails the same way every time.
+  usage,
+};
+
+const std::error_category& condition_category() noexcept;
+
+inline std::error_condition make_error_condition(condition c) noexcept {
+  return {static_cast<int>(c), condition_category()};
+}
+
 // The exception of the sync API. code() is one of errc (or a system error such as
 // connection_refused); what() is a sentence that says what failed and what to do.
 class Error : public std::system_error {
@@ -68,3 +101,6 @@ void throw_if(std::error_code code, const std::string& detail = {});
 
 template <>
 struct std::is_error_code_enum<leasehold::errc> : std::true_type {};
+
+template <>
+struct std::is_error_condition_enum<leasehold::condition> : std::true_type {};

@@ -32,7 +32,8 @@ struct Reply {
 };
 
 // The error code for an error reply, chosen by its prefix (WRONGTYPE, OOM, NOPERM, NOSCRIPT, ...);
-// errc::server_error when the prefix is not one leasehold distinguishes.
+// errc::server_error when the prefix is not one leasehold distinguishes. BUSY and LOADING are of
+// condition::transient (error.hpp), WRONGPASS and NOAUTH of condition::fatal.
 std::error_code classify_error_reply(std::string_view message) noexcept;
 
 // A short, printable rendering of a reply for messages and test output.
