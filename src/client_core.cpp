@@ -25,10 +25,6 @@ constexpr std::size_t kReadChunk = 64 * 1024;
 // How many replies the read loop delivers before it lets the writer send the calls they caused.
 constexpr std::size_t kWriteChunk = 16;
 
-bool is_fatal(std::error_code ec) {
-  return ec == errc::auth_failed || ec == errc::select_failed || ec == errc::tls_failed;
-}
-
 void rethrow_unexpected(std::exception_ptr error) {
   // The loops report failures as values; an exception here is a bug in leasehold.
   if (error)
@@ -37,37 +33,13 @@ void rethrow_unexpected(std::exception_ptr error) {
 
 }  // namespace
 
-std::error_code route_again_error() noexcept {
-  class Category final : public std::error_category {
-   public:
-    const char* name() const noexcept override { return "leasehold.transport"; }
-    std::string message(int) const override {
-      return "The call is to be routed again: the cluster node it was queued for left the "
-             "cluster.";
-    }
-  };
-  static const Category category;
-  return {1, category};
-}
-
-void complete_later(std::shared_ptr<Transport> transport, std::unique_ptr<Operation> operation,
-                    std::error_code error, std::string detail) {
-  const auto& strand = transport->strand();
-  asio::post(strand, [transport = std::move(transport), operation = std::move(operation), error,
-                      detail = std::move(detail)]() mutable {
-    operation->complete(*transport, error, std::move(detail));
-  });
-}
-
 ClientCore::ClientCore(asio::io_context::executor_type executor, RedisUrl url,
                        ClientOptions options, TlsContext tls)
     : ClientCore(asio::make_strand(std::move(executor)), std::move(url), std::move(options),
                  std::move(tls)) {}
 
 ClientCore::ClientCore(Strand strand, RedisUrl url, ClientOptions options, TlsContext tls)
-    : url_(std::move(url)),
-      options_(std::move(options)),
-      strand_(std::move(strand)),
+    : TransportBase(std::move(strand), std::move(url), std::move(options)),
       socket_(strand_),
       tls_context_(std::move(tls)),
       writer_wakeup_(strand_),
@@ -83,34 +55,15 @@ void ClientCore::start() {
   asio::co_spawn(strand_, expire_loop(), rethrow_unexpected);
 }
 
-void ClientCore::submit(std::unique_ptr<Operation> operation) {
-  if (operation->deadline == Clock::time_point{})
-    operation->deadline = operation->sent + options_.command_timeout;
+std::unique_ptr<Operation> ClientCore::prepare(std::unique_ptr<Operation> operation) {
   if (options_.replica_acks > 0 && grants_leases(*operation)) {
     operation = with_replica_acks(std::move(operation), options_.replica_acks,
                                   options_.replica_ack_timeout);
   }
-  if (strand_.running_in_this_thread()) {
-    accept(std::move(operation));
-    return;
-  }
-  // dispatch, not post: a thread that runs the executor enters the strand at once when it is
-  // free (a coroutine's first call, a handler outside the strand), so that an idle connection
-  // sends the call right away instead of after a trip through the scheduler's queue.
-  asio::dispatch(strand_, [self = shared_from_this(), operation = std::move(operation)]() mutable {
-    self->accept(std::move(operation));
-  });
+  return operation;
 }
 
 void ClientCore::accept(std::unique_ptr<Operation> operation) {
-  if (closed_ || fatal_.error || operation->requests().empty()) {
-    Failure failure = fatal_.error ? fatal_
-                      : closed_    ? Failure{make_error_code(errc::closed), "the client was closed"}
-                                   : Failure{};
-    complete_later(shared_from_this(), std::move(operation), failure.error,
-                   std::move(failure.detail));
-    return;
-  }
   const bool idle = pipeline_.idle();
   if (operation->deadline < expiry_timer_.expiry())
     expiry_timer_.expires_at(operation->deadline);
@@ -143,42 +96,24 @@ void ClientCore::wake_writer() {
     writer_wakeup_.cancel();
 }
 
-void ClientCore::when_connected(UniqueFunction<void(std::error_code, std::string)> callback) {
-  asio::post(strand_, [self = shared_from_this(), callback = std::move(callback)]() mutable {
-    if (self->fatal_.error)
-      callback(self->fatal_.error, self->fatal_.detail);
-    else if (self->closed_)
-      callback(make_error_code(errc::closed), "the client was closed");
-    else if (self->pipeline_.connected())
-      callback({}, {});
-    else
-      self->connect_waiters_.push_back(std::move(callback));
-  });
+void ClientCore::shut_down(const Failure& closed) {
+  stop_io();
+  fail_everything(closed);
 }
 
-void ClientCore::close() {
-  asio::post(strand_, [self = shared_from_this()] {
-    if (self->closed_)
-      return;
-    self->closed_ = true;
-    std::error_code ignored;
-    self->socket_.close(ignored);
-    self->writer_wakeup_.cancel();
-    self->expiry_timer_.cancel();
-    self->backoff_timer_.cancel();
-    self->fail_everything({make_error_code(errc::closed), "the client was closed"});
-  });
-}
-
-void ClientCore::retire() {
-  if (closed_)
-    return;
-  closed_ = true;
+void ClientCore::stop_io() {
   std::error_code ignored;
   socket_.close(ignored);
   writer_wakeup_.cancel();
   expiry_timer_.cancel();
   backoff_timer_.cancel();
+}
+
+void ClientCore::retire() {
+  if (closed())
+    return;
+  mark_closed();
+  stop_io();
   pipeline_.retire(route_again_error(),
                    "the cluster node " + url_.address() +
                        " stopped serving the call's slot with the call in flight; it may or may "
@@ -189,9 +124,9 @@ void ClientCore::retire() {
 ClientCore::Awaitable<void> ClientCore::run() {
   auto self = shared_from_this();  // keeps the state alive for as long as the loop runs
   auto backoff = options_.reconnect_delay_min;
-  while (!closed_) {
+  while (!closed()) {
     Failure failure = co_await connect_once();
-    if (closed_)
+    if (closed())
       break;
     if (!failure.error) {
       pipeline_.on_connected(Clock::now());
@@ -206,13 +141,13 @@ ClientCore::Awaitable<void> ClientCore::run() {
       co_await (read_loop(read_failure) || write_loop(write_failure));
       std::error_code ignored;
       socket_.close(ignored);
-      if (closed_)
+      if (closed())
         break;
       pipeline_.on_lost(read_failure.error ? read_failure : write_failure);
     } else {
       notify_connect_waiters(failure);
-      if (is_fatal(failure.error)) {
-        fatal_ = failure;
+      if (failure.error == condition::fatal) {
+        set_fatal(failure);
         fail_everything(failure);
         break;
       }
@@ -287,7 +222,7 @@ ClientCore::Awaitable<Failure> ClientCore::connect_once() {
   for (const auto& endpoint : endpoints) {
     std::error_code ignored;
     socket_.close(ignored);
-    if (*timed_out || closed_)
+    if (*timed_out || closed())
       break;
     socket_.open(endpoint.protocol(), ec);
     if (ec)
@@ -311,7 +246,7 @@ ClientCore::Awaitable<Failure> ClientCore::connect_once() {
     co_return finish({make_error_code(errc::connect_failed),
                       "could not connect to Redis at " + url_.address() + ": " + ec.message()});
   }
-  if (closed_)
+  if (closed())
     co_return finish({make_error_code(errc::closed), "the client was closed"});
   if (tls_context_) {
     Failure failure = co_await tls_handshake();
@@ -414,8 +349,9 @@ ClientCore::Awaitable<void> ClientCore::read_loop(Failure& failure) {
 void ClientCore::start_read() {
   // No associated executor: the handler runs on the socket's, the strand.
   socket_.async_read_some(asio::buffer(read_buffer_),
-                          [self = shared_from_this(), chain = read_chain_](
-                              std::error_code ec, std::size_t n) { self->on_read(ec, n, chain); });
+                          [self = self(), chain = read_chain_](std::error_code ec, std::size_t n) {
+                            self->on_read(ec, n, chain);
+                          });
 }
 
 void ClientCore::on_read(std::error_code ec, std::size_t size, std::uint64_t chain) {
@@ -488,7 +424,7 @@ ClientCore::Awaitable<void> ClientCore::write_loop(Failure& failure) {
       co_await writer_wakeup_.async_wait(asio::redirect_error(use_awaitable, ignored));
       writer_waiting_ = false;
       const auto state = co_await asio::this_coro::cancellation_state;
-      if (state.cancelled() != asio::cancellation_type::none || closed_)
+      if (state.cancelled() != asio::cancellation_type::none || closed())
         co_return;
       continue;
     }
@@ -511,10 +447,10 @@ ClientCore::Awaitable<void> ClientCore::write_loop(Failure& failure) {
 
 ClientCore::Awaitable<void> ClientCore::expire_loop() {
   auto self = shared_from_this();
-  while (!closed_) {
+  while (!closed()) {
     std::error_code ignored;
     co_await expiry_timer_.async_wait(asio::redirect_error(use_awaitable, ignored));
-    if (closed_)
+    if (closed())
       break;
     on_time();
   }
@@ -535,13 +471,6 @@ void ClientCore::on_time() {
 void ClientCore::fail_everything(const Failure& failure) {
   pipeline_.fail_all(failure);
   notify_connect_waiters(failure);
-}
-
-void ClientCore::notify_connect_waiters(const Failure& failure) {
-  auto waiters = std::move(connect_waiters_);
-  connect_waiters_.clear();
-  for (auto& waiter : waiters)
-    waiter(failure.error, failure.detail);
 }
 
 }  // namespace leasehold::detail

@@ -43,9 +43,7 @@
 
 namespace leasehold::detail {
 
-class ClientCore final : public Transport,
-                         private PipelineSink,
-                         public std::enable_shared_from_this<ClientCore> {
+class ClientCore final : public TransportBase, private PipelineSink {
  public:
   using Strand = ConnectionStrand;
   // The loops and the I/O objects are typed on the strand itself rather than on any_io_executor:
@@ -67,11 +65,6 @@ class ClientCore final : public Transport,
   // Starts the connect/reconnect loop. Call once, right after construction.
   void start();
 
-  // An operation whose deadline is set keeps it (a cluster keeps the caller's deadline across
-  // redirections); otherwise it is `sent` + the command timeout.
-  void submit(std::unique_ptr<Operation> operation) override;
-  void when_connected(UniqueFunction<void(std::error_code, std::string)> callback) override;
-  void close() override;
   // Like close(), for a cluster node that no longer serves slots: calls not yet sent, and
   // retry-safe calls in flight, complete with route_again_error() so that the cluster routes them
   // again; other calls in flight fail with connection_lost. Call on the strand.
@@ -83,11 +76,15 @@ class ClientCore final : public Transport,
     return strand_.running_in_this_thread() && delivering_ ? pipeline_.read_time() : Clock::now();
   }
 
-  const RedisUrl& url() const noexcept override { return url_; }
-  const ClientOptions& options() const noexcept override { return options_; }
-  const Strand& strand() const noexcept override { return strand_; }
-
  private:
+  std::shared_ptr<ClientCore> self() {
+    return std::static_pointer_cast<ClientCore>(shared_from_this());
+  }
+  std::unique_ptr<Operation> prepare(std::unique_ptr<Operation> operation) override;
+  void accept(std::unique_ptr<Operation> operation) override;
+  bool ready() const override { return pipeline_.connected(); }
+  void shut_down(const Failure& closed) override;
+  void stop_io();
   void complete(Operation& operation, std::error_code error, std::string detail) override {
     operation.complete(*this, error, std::move(detail));
   }
@@ -109,17 +106,12 @@ class ClientCore final : public Transport,
   Awaitable<void> write_loop(Failure& failure);
   Awaitable<void> expire_loop();
 
-  void accept(std::unique_ptr<Operation> operation);
   void send_waiting();
   void wake_writer();
   void on_time();
   void fail_everything(const Failure& failure);
-  void notify_connect_waiters(const Failure& failure);
   std::chrono::milliseconds next_backoff(std::chrono::milliseconds current);
 
-  const RedisUrl url_;
-  const ClientOptions options_;
-  Strand strand_;
   Socket socket_;
   const TlsContext tls_context_;
   std::optional<asio::ssl::stream<Socket&>> tls_;  // a new one for every connection
@@ -135,13 +127,10 @@ class ClientCore final : public Transport,
   std::vector<char> read_buffer_;
   Pipeline pipeline_;
 
-  std::vector<UniqueFunction<void(std::error_code, std::string)>> connect_waiters_;
   bool writer_waiting_ = false;  // the writer coroutine waits on writer_wakeup_
   bool delivering_ = false;      // the read loop hands out replies; it sends what they cause
   Failure silence_;  // why the connection was replaced for its silence, for the read that fails
-  bool closed_ = false;
   bool eviction_policy_checked_ = false;  // once per client, on its first connection
-  Failure fatal_;  // set when the server refused our credentials or database: no more attempts
   std::minstd_rand jitter_;
 };
 

@@ -64,10 +64,8 @@ class ClusterCore::RouterOperation final : public Operation {
 
 ClusterCore::ClusterCore(asio::io_context::executor_type executor, RedisUrl url,
                          ClientOptions options, ClientCore::TlsContext tls)
-    : url_(std::move(url)),
-      options_(std::move(options)),
+    : TransportBase(asio::make_strand(std::move(executor)), std::move(url), std::move(options)),
       tls_(std::move(tls)),
-      strand_(asio::make_strand(std::move(executor))),
       parked_timer_(strand_, Clock::time_point::max()),
       refresh_timer_(strand_),
       refresh_soon_timer_(strand_) {}
@@ -79,37 +77,17 @@ void ClusterCore::start() {
 asio::awaitable<void> ClusterCore::refresh_loop() {
   auto self = shared_from_this();
   refresh();
-  while (!closed_ && !fatal_.error) {
+  while (open()) {
     refresh_timer_.expires_after(options_.cluster_refresh_interval);
     std::error_code ignored;
     co_await refresh_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-    if (closed_ || fatal_.error)
+    if (!open())
       break;
     refresh();
   }
 }
 
-void ClusterCore::submit(std::unique_ptr<Operation> operation) {
-  if (operation->deadline == Clock::time_point{})
-    operation->deadline = operation->sent + options_.command_timeout;
-  if (strand_.running_in_this_thread()) {
-    accept(std::move(operation));
-    return;
-  }
-  asio::dispatch(strand_, [self = shared_from_this(), operation = std::move(operation)]() mutable {
-    self->accept(std::move(operation));
-  });
-}
-
 void ClusterCore::accept(std::unique_ptr<Operation> operation) {
-  if (closed_ || fatal_.error || operation->requests().empty()) {
-    Failure failure = fatal_.error ? fatal_
-                      : closed_    ? Failure{make_error_code(errc::closed), "the client was closed"}
-                                   : Failure{};
-    complete_later(shared_from_this(), std::move(operation), failure.error,
-                   std::move(failure.detail));
-    return;
-  }
   auto call = std::make_shared<Call>();
   const std::size_t count = operation->requests().size();
   call->operation = std::move(operation);
@@ -143,8 +121,8 @@ void ClusterCore::resolve_unknown_keys(const CallPtr& call) {
   std::vector<Request> lookups = key_lookups(call->operation->requests(), call->keys, unknown);
   auto lookup = std::make_unique<RouterOperation>(
       std::move(lookups), call->operation->sent, call->deadline,
-      [self = shared_from_this(), call, unknown](std::error_code ec, std::string detail,
-                                                 std::vector<Reply> replies) {
+      [self = self(), call, unknown](std::error_code ec, std::string detail,
+                                     std::vector<Reply> replies) {
         if (call->done)
           return;
         if (ec) {
@@ -198,7 +176,7 @@ void ClusterCore::send(const CallPtr& call, Node& node, std::vector<std::size_t>
     requests.push_back(call->request(i));
   node.core->submit(std::make_unique<RouterOperation>(
       std::move(requests), call->operation->sent, call->deadline,
-      [self = shared_from_this(), call, address = node.endpoint.address(), indices, asking](
+      [self = self(), call, address = node.endpoint.address(), indices, asking](
           std::error_code ec, std::string detail, std::vector<Reply> replies) mutable {
         self->on_replies(call, address, std::move(indices), asking, ec, std::move(detail),
                          std::move(replies));
@@ -216,8 +194,8 @@ void ClusterCore::on_replies(const CallPtr& call, const std::string& address,
       route(call, std::move(indices));
       return;
     }
-    if (fatal_.error) {
-      fail(call, fatal_.error, fatal_.detail);
+    if (fatal().error) {
+      fail(call, fatal().error, fatal().detail);
       return;
     }
     if (verdict.refresh_map)
@@ -267,8 +245,8 @@ void ClusterCore::on_replies(const CallPtr& call, const std::string& address,
 void ClusterCore::retry_later(const CallPtr& call, std::size_t index,
                               std::chrono::milliseconds delay) {
   auto timer = std::make_shared<Timer>(strand_, delay);
-  timer->async_wait([self = shared_from_this(), call, index, timer](std::error_code) {
-    if (self->closed_) {
+  timer->async_wait([self = self(), call, index, timer](std::error_code) {
+    if (self->closed()) {
       self->fail(call, make_error_code(errc::closed), "the client was closed");
       return;
     }
@@ -304,7 +282,7 @@ ClusterCore::Node& ClusterCore::node_at(const RedisUrl::Endpoint& endpoint) {
 }
 
 void ClusterCore::refresh_soon() {
-  if (closed_ || fatal_.error)
+  if (!open())
     return;
   if (refreshing_) {
     refresh_again_ = true;
@@ -314,14 +292,14 @@ void ClusterCore::refresh_soon() {
     return;
   refresh_scheduled_ = true;
   refresh_soon_timer_.expires_after(kRefreshSpacing);
-  refresh_soon_timer_.async_wait([self = shared_from_this()](std::error_code) {
+  refresh_soon_timer_.async_wait([self = self()](std::error_code) {
     self->refresh_scheduled_ = false;
     self->refresh();
   });
 }
 
 void ClusterCore::refresh() {
-  if (closed_ || fatal_.error)
+  if (!open())
     return;
   if (refreshing_) {
     refresh_again_ = true;
@@ -342,8 +320,8 @@ void ClusterCore::refresh() {
     requests.push_back(Request::command({"CLUSTER", "SLOTS"}).without_keys());
     node_at(endpoint).core->submit(std::make_unique<RouterOperation>(
         std::move(requests), now, now + options_.command_timeout,
-        [self = shared_from_this(), generation, endpoint](std::error_code ec, std::string detail,
-                                                          std::vector<Reply> replies) {
+        [self = self(), generation, endpoint](std::error_code ec, std::string detail,
+                                              std::vector<Reply> replies) {
           self->on_slots(generation, endpoint, ec, std::move(detail), std::move(replies));
         }));
   }
@@ -351,7 +329,7 @@ void ClusterCore::refresh() {
 
 void ClusterCore::on_slots(std::uint64_t generation, const RedisUrl::Endpoint& asked,
                            std::error_code ec, std::string detail, std::vector<Reply> replies) {
-  if (generation != refresh_generation_ || !refreshing_ || closed_)
+  if (generation != refresh_generation_ || !refreshing_ || closed())
     return;
   --refresh_pending_;
   SlotsVerdict verdict = judge_slots_reply(asked, ec, std::move(detail), replies);
@@ -360,8 +338,8 @@ void ClusterCore::on_slots(std::uint64_t generation, const RedisUrl::Endpoint& a
       apply_slots(verdict.ranges);
       return;
     case SlotsVerdict::Action::fatal:
-      fatal_ = std::move(verdict.failure);
-      fail_everything(fatal_);
+      set_fatal(std::move(verdict.failure));
+      fail_everything(fatal());
       return;
     case SlotsVerdict::Action::failed:
       break;
@@ -429,7 +407,7 @@ void ClusterCore::arm_parked_timer() {
   if (next == parked_timer_.expiry())
     return;
   parked_timer_.expires_at(next);
-  parked_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
+  parked_timer_.async_wait([self = self()](std::error_code ec) {
     if (!ec)
       self->expire_parked();
   });
@@ -455,23 +433,8 @@ void ClusterCore::expire_parked() {
   arm_parked_timer();
 }
 
-void ClusterCore::when_connected(UniqueFunction<void(std::error_code, std::string)> callback) {
-  asio::post(strand_, [self = shared_from_this(), callback = std::move(callback)]() mutable {
-    if (self->fatal_.error)
-      callback(self->fatal_.error, self->fatal_.detail);
-    else if (self->closed_)
-      callback(make_error_code(errc::closed), "the client was closed");
-    else {
-      self->connect_waiters_.push_back(std::move(callback));
-      if (self->has_slot_map_)
-        self->notify_connect_waiters({});
-    }
-  });
-}
-
 void ClusterCore::notify_connect_waiters(const Failure& failure) {
-  auto waiters = std::move(connect_waiters_);
-  connect_waiters_.clear();
+  auto waiters = take_connect_waiters();
   if (failure.error) {
     for (auto& waiter : waiters)
       waiter(failure.error, failure.detail);
@@ -524,13 +487,8 @@ void ClusterCore::fail_everything(const Failure& failure) {
   refresh_soon_timer_.cancel();
 }
 
-void ClusterCore::close() {
-  asio::post(strand_, [self = shared_from_this()] {
-    if (self->closed_)
-      return;
-    self->closed_ = true;
-    self->fail_everything({make_error_code(errc::closed), "the client was closed"});
-  });
+void ClusterCore::shut_down(const Failure& closed) {
+  fail_everything(closed);
 }
 
 }  // namespace leasehold::detail

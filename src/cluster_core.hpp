@@ -27,7 +27,7 @@
 
 namespace leasehold::detail {
 
-class ClusterCore final : public Transport, public std::enable_shared_from_this<ClusterCore> {
+class ClusterCore final : public TransportBase {
  public:
   // `tls` (from make_tls_context) for a rediss-cluster:// URL, null otherwise; every node's
   // connection uses it.
@@ -36,14 +36,7 @@ class ClusterCore final : public Transport, public std::enable_shared_from_this<
 
   void start();
 
-  void submit(std::unique_ptr<Operation> operation) override;
-  void when_connected(UniqueFunction<void(std::error_code, std::string)> callback) override;
-  void close() override;
-
   Clock::time_point now() const noexcept override { return Clock::now(); }
-  const RedisUrl& url() const noexcept override { return url_; }
-  const ClientOptions& options() const noexcept override { return options_; }
-  const ConnectionStrand& strand() const noexcept override { return strand_; }
 
  private:
   struct Node {
@@ -53,9 +46,14 @@ class ClusterCore final : public Transport, public std::enable_shared_from_this<
   struct Call;
   class RouterOperation;
   using CallPtr = std::shared_ptr<Call>;
-  using Failure = ClusterFailure;
 
-  void accept(std::unique_ptr<Operation> operation);
+  std::shared_ptr<ClusterCore> self() {
+    return std::static_pointer_cast<ClusterCore>(shared_from_this());
+  }
+  void accept(std::unique_ptr<Operation> operation) override;
+  bool ready() const override { return has_slot_map_; }
+  void shut_down(const Failure& closed) override;
+  void notify_connect_waiters(const Failure& failure) override;
   void resolve_unknown_keys(const CallPtr& call);
   void route(const CallPtr& call, std::vector<std::size_t> indices);
   void send(const CallPtr& call, Node& node, std::vector<std::size_t> indices, bool asking);
@@ -76,14 +74,10 @@ class ClusterCore final : public Transport, public std::enable_shared_from_this<
   void route_parked();
   void expire_parked();
   void arm_parked_timer();
-  void notify_connect_waiters(const Failure& failure);
   void fail_everything(const Failure& failure);
   asio::awaitable<void> refresh_loop();
 
-  const RedisUrl url_;
-  const ClientOptions options_;
   const ClientCore::TlsContext tls_;
-  ConnectionStrand strand_;
 
   std::map<std::string, Node> nodes_;  // by address; masters, and seeds being asked
   SlotMap<Node> slots_;                // points into nodes_
@@ -101,9 +95,6 @@ class ClusterCore final : public Transport, public std::enable_shared_from_this<
   bool refresh_scheduled_ = false;
   bool has_slot_map_ = false;
   Failure last_refresh_failure_;
-  std::vector<UniqueFunction<void(std::error_code, std::string)>> connect_waiters_;
-  bool closed_ = false;
-  Failure fatal_;
 };
 
 }  // namespace leasehold::detail

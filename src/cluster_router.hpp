@@ -24,6 +24,8 @@
 #include "leasehold/slot.hpp"
 #include "leasehold/url.hpp"
 
+#include "failure.hpp"
+
 namespace leasehold::detail {
 
 // More redirections than this for one request means the cluster's view keeps changing under us.
@@ -37,10 +39,7 @@ inline constexpr std::chrono::milliseconds kClusterDownDelay{100};
 // calls it never sent and the retry-safe ones in flight (transport.hpp; made by the connection).
 std::error_code route_again_error() noexcept;
 
-struct ClusterFailure {
-  std::error_code error;
-  std::string detail;
-};
+using ClusterFailure = Failure;
 
 // What one node's answer to one routed request means.
 struct ReplyVerdict {

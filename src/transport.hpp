@@ -6,6 +6,10 @@
 #include <asio/strand.hpp>
 #include <memory>
 #include <system_error>
+#include <utility>
+#include <vector>
+
+#include "failure.hpp"
 
 #include "leasehold/detail/operation.hpp"
 #include "leasehold/detail/unique_function.hpp"
@@ -29,6 +33,68 @@ class Transport {
   virtual const ClientOptions& options() const noexcept = 0;
   // Where the transport's state lives.
   virtual const ConnectionStrand& strand() const noexcept = 0;
+};
+
+// What every transport shares: where its state lives, its life (open, closed, fatal), the guard
+// at submit(), and the callers waiting for it to be connected. A transport is open until
+// close(), or until it turns fatal (the server refused the connection's credentials, database or
+// TLS), which ends every call, waiting or later, with that failure.
+//
+// The derived transport routes and sends the calls that pass the guard (accept), says whether
+// it is connected (ready), and shuts down once at close() (shut_down).
+class TransportBase : public Transport, public std::enable_shared_from_this<TransportBase> {
+ public:
+  // An operation whose deadline is set keeps it (a cluster keeps the caller's deadline across
+  // redirections); otherwise it is `sent` + the command timeout.
+  void submit(std::unique_ptr<Operation> operation) final;
+  void when_connected(UniqueFunction<void(std::error_code, std::string)> callback) final;
+  void close() final;
+
+  const RedisUrl& url() const noexcept final { return url_; }
+  const ClientOptions& options() const noexcept final { return options_; }
+  const ConnectionStrand& strand() const noexcept final { return strand_; }
+
+ protected:
+  TransportBase(ConnectionStrand strand, RedisUrl url, ClientOptions options);
+
+  // On the caller's thread, before the operation goes to the strand: what the transport wraps
+  // around every call.
+  virtual std::unique_ptr<Operation> prepare(std::unique_ptr<Operation> operation) {
+    return operation;
+  }
+  // On the strand, for an operation that passed the guard: the transport's to route and send.
+  virtual void accept(std::unique_ptr<Operation> operation) = 0;
+  // On the strand: connected, so that when_connected() answers at once.
+  virtual bool ready() const = 0;
+  // On the strand, once, at close(): stop, and fail every call with `closed`.
+  virtual void shut_down(const Failure& closed) = 0;
+  // Answers every caller waiting in when_connected(). A transport whose readiness needs more
+  // than its own state (a cluster asks its nodes) overrides it.
+  virtual void notify_connect_waiters(const Failure& failure);
+
+  // Calls accept() for `operation` if the transport is open (on the strand), else completes it
+  // with why it is not, through the strand's queue.
+  void admit(std::unique_ptr<Operation> operation);
+  std::vector<UniqueFunction<void(std::error_code, std::string)>> take_connect_waiters() {
+    return std::exchange(connect_waiters_, {});
+  }
+  // Ends the transport for good: every later call fails with `failure`.
+  void set_fatal(Failure failure) { fatal_ = std::move(failure); }
+  const Failure& fatal() const noexcept { return fatal_; }
+  bool closed() const noexcept { return closed_; }
+  // Marks the transport closed without the close() sequence (a retired cluster node).
+  void mark_closed() noexcept { closed_ = true; }
+  // Open: neither closed nor fatal.
+  bool open() const noexcept { return !closed_ && !fatal_.error; }
+
+  const RedisUrl url_;
+  const ClientOptions options_;
+  ConnectionStrand strand_;
+
+ private:
+  std::vector<UniqueFunction<void(std::error_code, std::string)>> connect_waiters_;
+  bool closed_ = false;
+  Failure fatal_;
 };
 
 // The error with which a retired connection hands back the calls it never sent, and those in
