@@ -253,6 +253,14 @@ std::optional<LockToken<detail::WithLockTag>> Locker::acquire(std::string_view n
   return token;
 }
 
+LockContext Locker::implicit_context(const asio::any_io_executor& executor,
+                                     const asio::cancellation_slot& slot) {
+  const auto* strand = detail::executor_target<detail::CallChainStrand>(executor);
+  if (strand == nullptr || !slot.is_connected() || *strand->owner != slot)
+    return {};
+  return strand->chain;
+}
+
 asio::awaitable<void> Locker::stay_pending() {
   detail::Timer forever(co_await asio::this_coro::executor, Clock::time_point::max());
   co_await forever.async_wait(asio::use_awaitable);

@@ -11,7 +11,9 @@
 // See docs/with_lock.md for the rules: retries, lost leases, reentrancy, shutdown.
 #pragma once
 
+#include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
+#include <asio/cancellation_signal.hpp>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -62,8 +64,11 @@ struct WithLockOptions {
 
 class Locker;
 
-// The call chain of an async with_lock: the callback receives one and passes it to nested calls.
-// Nested calls with it on a key the chain holds run at once; calls without it wait for the lock.
+// The call chain of an async with_lock, made explicit. Calls made from inside an async callback's
+// own coroutine (directly, or from coroutines it awaits) belong to its chain without one; a
+// callback that takes a LockContext receives its chain, and may hand it to another coroutine
+// (one it spawns, a branch of a parallel group), whose calls then belong to the chain too.
+// Nested calls on a key the chain holds run at once; calls outside it wait for the lock.
 // It vouches for a lock only while that lock's call holds it: a context kept after its callback
 // settled, or after the lease was lost or the locker shut down, holds nothing (nested calls with
 // it wait for the lock like any other).
@@ -198,7 +203,8 @@ class Locker {
   // The async form: callback() or callback(LockContext) returns an asio::awaitable<R>. On a lost
   // lease it throws LockLostError at once, without waiting for the callback, which is cancelled;
   // likewise when the callback settles after the lease's deadline.
-  // After shutdown() it stays pending until the caller cancels it.
+  // After shutdown() it stays pending until the caller cancels it. Reentrant (the callback runs
+  // at once) when `context`, or the async callback whose coroutine makes the call, holds `name`.
   template <class F>
   asio::awaitable<detail::async_callback_result_t<F>> async_with_lock(
       std::string name, F callback, WithLockOptions options = {}) {
@@ -250,6 +256,10 @@ class Locker {
   // Never completes normally: the fate of async calls after shutdown(). The caller's
   // cancellation ends it.
   static asio::awaitable<void> stay_pending();
+  // The call chain of the async callback whose coroutine this is (its executor and its
+  // cancellation slot say which); empty anywhere else.
+  static LockContext implicit_context(const asio::any_io_executor& executor,
+                                      const asio::cancellation_slot& slot);
 
   Client& client_;
   std::string prefix_;

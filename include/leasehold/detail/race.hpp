@@ -132,19 +132,27 @@ asio::awaitable<RaceOutcome<R>, RaceStrand> wait_for_race(std::shared_ptr<RaceSt
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
 
+// The executor the work runs on: the race's strand itself.
+struct OnRaceStrand {
+  const RaceStrand& operator()(const RaceStrand& strand) const noexcept { return strand; }
+};
+
 // Runs `work` on a new strand of the caller's executor until it settles or `stop` is requested,
 // whichever comes first; `at_stop` says what becomes of the work then. `on_settle()` runs on that
 // strand the moment the work settles, whether or not anyone still waits for it. A caller that
 // cancels (terminal) cancels the work; the race then ends with operation_aborted (with
-// wait_for_work, once the work has settled).
-template <class R, class OnSettle>
+// wait_for_work, once the work has settled). `work_executor(strand)` gives the executor the work
+// is spawned on: that strand, or one that runs everything on it and carries more (the call chain
+// of async_with_lock).
+template <class R, class OnSettle, class WorkExecutor = OnRaceStrand>
 asio::awaitable<RaceOutcome<R>> race_against_stop(std::stop_token stop, asio::awaitable<R> work,
-                                                  OnSettle on_settle, AtStop at_stop) {
+                                                  OnSettle on_settle, AtStop at_stop,
+                                                  WorkExecutor work_executor = {}) {
   const asio::any_io_executor executor = co_await asio::this_coro::executor;
   const RaceStrand strand = asio::make_strand(executor);
   auto race = std::make_shared<RaceState<R>>(strand);
   asio::co_spawn(
-      strand, std::move(work),
+      work_executor(strand), std::move(work),
       asio::bind_cancellation_slot(
           race->cancel_work.slot(),
           asio::bind_executor(strand, [race, on_settle = std::move(on_settle)](

@@ -1,6 +1,7 @@
 // The bodies of Locker::with_lock and Locker::async_with_lock (with_lock.hpp).
 #pragma once
 
+#include <asio/cancellation_signal.hpp>
 #include <asio/this_coro.hpp>
 #include <exception>
 #include <memory>
@@ -94,6 +95,26 @@ struct AsyncLockCall {
   LockEnding at_settle;  // written when the callback settles (on the race's strand)
 };
 
+// The strand an async callback runs on, carrying the call chain it belongs to: the executor of
+// the callback's coroutine, which nested calls ask for (co_await asio::this_coro::executor).
+struct CallChainStrand : RaceStrand {
+  CallChainStrand(const RaceStrand& strand, LockContext chain,
+                  std::shared_ptr<asio::cancellation_slot> owner)
+      : RaceStrand(strand), chain(std::move(chain)), owner(std::move(owner)) {}
+
+  LockContext chain;
+  // The cancellation slot of the callback's own coroutine, recorded as it starts. A coroutine
+  // that the callback spawns runs on this executor too, but it is a coroutine of its own (with a
+  // slot of its own): it is not part of the call chain.
+  std::shared_ptr<asio::cancellation_slot> owner;
+};
+
+struct OnCallChainStrand {
+  LockContext chain;
+  std::shared_ptr<asio::cancellation_slot> owner;
+  CallChainStrand operator()(const RaceStrand& strand) const { return {strand, chain, owner}; }
+};
+
 }  // namespace detail
 
 // g++ 12 can report -Wmismatched-new-delete for the coroutine frames below, which Asio allocates
@@ -109,13 +130,19 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
   validate(name, options);
   const std::string lock_key = key(name);
 
-  // Reentrant: the context passed in holds this key.
-  if (context.holds(this, lock_key)) {
+  // The call chain: the context passed in, and the callback this coroutine runs in (if any).
+  const asio::any_io_executor executor = co_await asio::this_coro::executor;
+  const asio::cancellation_state caller = co_await asio::this_coro::cancellation_state;
+  const LockContext implicit = implicit_context(executor, caller.slot());
+  // Reentrant: the chain holds this key. The callback runs at once, in this coroutine.
+  if (context.holds(this, lock_key) || implicit.holds(this, lock_key)) {
     if constexpr (std::is_invocable_v<F&, LockContext>)
-      co_return co_await callback(std::move(context));
+      co_return co_await callback(context.holds(this, lock_key) ? std::move(context) : implicit);
     else
       co_return co_await callback();
   }
+  if (!context.top_)
+    context = implicit;
 
   LockToken<detail::WithLockTag> token = co_await async_acquire(name, options);
   const std::shared_ptr<const detail::LeaseState> lease = token.state();
@@ -127,7 +154,10 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
 
   // The callback owns the callable: after a loss this call returns at once, and the callback
   // may run on (until it notices the cancellation) after this frame is gone.
-  auto run_owned = [](std::shared_ptr<F> callable, LockContext chain) -> asio::awaitable<R> {
+  auto run_owned = [](std::shared_ptr<F> callable, LockContext chain,
+                      std::shared_ptr<asio::cancellation_slot> owner) -> asio::awaitable<R> {
+    const asio::cancellation_state own = co_await asio::this_coro::cancellation_state;
+    *owner = own.slot();
     if constexpr (std::is_invocable_v<F&, LockContext>)
       co_return co_await (*callable)(std::move(chain));
     else
@@ -136,9 +166,13 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
   // Named, not written inside the co_await: GCC 12 destroys the captures of a lambda written
   // there twice (GCC bug 101976).
   auto settle = [call] { call->settle(); };
-  asio::awaitable<R> work = run_owned(std::make_shared<F>(std::move(callback)), std::move(inner));
+  auto owner = std::make_shared<asio::cancellation_slot>();
+  detail::OnCallChainStrand on_chain{inner, owner};
+  asio::awaitable<R> work =
+      run_owned(std::make_shared<F>(std::move(callback)), std::move(inner), std::move(owner));
   detail::RaceOutcome<R> outcome = co_await detail::race_against_stop(
-      call->guard.stop_token(), std::move(work), std::move(settle), detail::AtStop::leave_work);
+      call->guard.stop_token(), std::move(work), std::move(settle), detail::AtStop::leave_work,
+      std::move(on_chain));
   // A callback that settled after the loss (or the shutdown) was reported, or after the lease's
   // deadline, did not end under the lock. Reentrant calls in the callback took no lease of their
   // own: they are judged here, by this call's lease.
