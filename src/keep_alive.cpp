@@ -1,30 +1,14 @@
 #include "leasehold/keep_alive.hpp"
 
-#include <algorithm>
 #include <asio/post.hpp>
 #include <mutex>
 
+#include "keep_alive_schedule.hpp"
 #include "leasehold/client.hpp"
 #include "leasehold/detail/timer.hpp"
 
 namespace leasehold {
 namespace detail {
-namespace {
-
-// How soon to retry an extension that failed with a Redis error: often enough to get several
-// tries in before the deadline, rarely enough not to hammer a struggling server.
-Clock::duration retry_delay(std::chrono::milliseconds ttl) {
-  return std::clamp<Clock::duration>(ttl / 10, std::chrono::milliseconds(5),
-                                     std::chrono::milliseconds(250));
-}
-
-// Errors after which the client will never answer again: waiting for the deadline would only
-// keep its thread.
-bool client_gave_up(std::error_code ec) {
-  return ec == errc::closed || ec == errc::auth_failed || ec == errc::select_failed;
-}
-
-}  // namespace
 
 void throw_lease_lost(std::error_code cause) {
   throw Error(make_error_code(errc::lease_lost),
@@ -32,14 +16,16 @@ void throw_lease_lost(std::error_code cause) {
                     : std::string("the lease expired or was taken over"));
 }
 
-// One kept lease: two timers on the client's executor (the next extension, the deadline) and the
-// loss, reported once. The timers are touched on the client's executor only; the report and the
-// end are guarded by `mutex_`, so that they can be read, and stop() called, from any thread.
+// One kept lease: two timers on the client's executor (the next extension, the deadline) that
+// follow a KeepAliveSchedule, and the loss, reported once. The timers are touched on the client's
+// executor only; the report and the end are guarded by `mutex_`, so that they can be read, and
+// stop() called, from any thread.
 class KeepAliveState : public std::enable_shared_from_this<KeepAliveState> {
  public:
   KeepAliveState(Client& client, std::shared_ptr<LeaseState> lease)
       : client_(client),
         lease_(std::move(lease)),
+        schedule_(lease_->ttl),
         tick_(client.get_executor()),
         deadline_timer_(client.get_executor()) {}
 
@@ -85,7 +71,18 @@ class KeepAliveState : public std::enable_shared_from_this<KeepAliveState> {
     if (ended())
       return;
     arm_deadline();
-    schedule_extend(next_extension(lease_->deadline(), lease_->ttl));
+    follow(schedule_.start(lease_->deadline()));
+  }
+
+  // Performs a step of the schedule.
+  void follow(const KeepAliveSchedule::Step& step) {
+    if (step.kind == KeepAliveSchedule::Step::Kind::lost) {
+      declare_lost(step.cause);
+      return;
+    }
+    if (step.deadline_moved)
+      arm_deadline();
+    schedule_extend(step.at);
   }
 
   void schedule_extend(Clock::time_point at) {
@@ -106,24 +103,7 @@ class KeepAliveState : public std::enable_shared_from_this<KeepAliveState> {
   void on_extended(std::error_code ec, bool held) {
     if (ended())
       return;
-    if (client_gave_up(ec)) {
-      last_error_ = ec;
-      declare_lost();
-      return;
-    }
-    if (ec) {
-      // Uncertain: the lease may still be ours. Retry until the deadline timer says otherwise.
-      last_error_ = ec;
-      schedule_extend(Clock::now() + retry_delay(lease_->ttl));
-      return;
-    }
-    last_error_ = {};  // held, or expired or taken over: either way the cause is not an error
-    if (!held) {
-      declare_lost();
-      return;
-    }
-    arm_deadline();
-    schedule_extend(next_extension(lease_->deadline(), lease_->ttl));
+    follow(schedule_.extended(ec, held, Clock::now(), lease_->deadline()));
   }
 
   void arm_deadline() {
@@ -131,22 +111,22 @@ class KeepAliveState : public std::enable_shared_from_this<KeepAliveState> {
     deadline_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
       if (ec || self->ended())
         return;
-      if (Clock::now() < self->lease_->deadline()) {
+      if (const auto lost =
+              self->schedule_.deadline_reached(Clock::now(), self->lease_->deadline()))
+        self->follow(*lost);
+      else
         self->arm_deadline();  // an extension moved it meanwhile
-        return;
-      }
-      self->declare_lost();
     });
   }
 
-  void declare_lost() {
+  void declare_lost(std::error_code cause) {
     {
       std::lock_guard lock(mutex_);
       if (ended_)
         return;
       ended_ = true;
       lost_ = true;
-      cause_ = last_error_;
+      cause_ = cause;
     }
     tick_.cancel();
     deadline_timer_.cancel();
@@ -156,9 +136,9 @@ class KeepAliveState : public std::enable_shared_from_this<KeepAliveState> {
 
   Client& client_;
   const std::shared_ptr<LeaseState> lease_;
+  KeepAliveSchedule schedule_;  // on the client's executor
   Timer tick_;
   Timer deadline_timer_;
-  std::error_code last_error_;  // on the client's executor
   std::stop_source loss_;
   mutable std::mutex mutex_;
   bool ended_ = false;  // stopped or lost: nothing more happens
