@@ -19,7 +19,15 @@ std::optional<milliseconds> default_cron_lease(milliseconds every) {
   return lease;
 }
 
-int cron(const Globals& globals, const CronOptions& options) {
+namespace {
+
+// What the options ask for, checked: the lease of each interval and the schedule.
+struct CronPlan {
+  milliseconds lease;
+  cron::Interval interval;
+};
+
+CronPlan checked_plan(const CronOptions& options) {
   if (options.name.empty())
     throw UsageError{"cron: NAME must not be empty"};
   if (options.command.empty())
@@ -39,20 +47,26 @@ int cron(const Globals& globals, const CronOptions& options) {
   }
   if (*lease <= milliseconds::zero())
     throw UsageError{"--lease: must be positive"};
-  cron::Interval interval;
+  CronPlan plan{.lease = *lease, .interval = {}};
   if (options.mode == "at-least")
-    interval = cron::AtLeast{options.every};
+    plan.interval = cron::AtLeast{options.every};
   else if (options.mode == "after-finish")
-    interval = cron::AfterFinish{options.every};
+    plan.interval = cron::AfterFinish{options.every};
   else if (options.mode == "after-start")
-    interval = cron::AfterStart{options.every};
+    plan.interval = cron::AfterStart{options.every};
   else
     throw UsageError{"--mode: use at-least, after-finish or after-start"};
+  return plan;
+}
 
+}  // namespace
+
+int cron(const Globals& globals, const CronOptions& options) {
+  const CronPlan plan = checked_plan(options);
   block_forwarded_signals();  // before any thread starts
   Client redis = connect_or_exit(globals);
   cron::OncePerIntervalOptions lease_options;
-  lease_options.lease = *lease;
+  lease_options.lease = plan.lease;
   lease_options.aligned = options.aligned;
   lease_options.prefix = globals.prefix;
   auto interval_lease =
@@ -127,7 +141,7 @@ int cron(const Globals& globals, const CronOptions& options) {
   };
 
   cron::Scheduler scheduler;
-  scheduler.add(options.name, interval, job);
+  scheduler.add(options.name, plan.interval, job);
   auto running = scheduler.start();
   const sigset_t signals = forwarded_signals();
   int exit_code = 0;

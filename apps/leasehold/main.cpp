@@ -24,18 +24,8 @@ CLI::Option* add_duration(CLI::App& app, const std::string& names, DurationFlag&
   return flag.option;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  namespace cli = leasehold::cli;
-  CLI::App app{
-      "leasehold: distributed leases on Redis.\n"
-      "Run a command under a lease (a distributed flock), run a command once per interval across\n"
-      "hosts, inspect and force-release leases."};
-  app.set_version_flag("--version", std::string("leasehold ") + leasehold::version);
-  app.require_subcommand(1);
-
-  cli::Globals globals;
+// The options every subcommand takes, some from the environment.
+void add_global_options(CLI::App& app, leasehold::cli::Globals& globals) {
   if (const char* env = std::getenv("LEASEHOLD_REDIS_URL"))
     globals.redis_url = env;
   else
@@ -63,6 +53,40 @@ int main(int argc, char** argv) {
   app.add_option("--prefix", globals.prefix, "key prefix of every lease (default: leasehold)");
   app.add_flag("-v,--verbose", globals.verbose, "say what happens: waiting, holders, leases");
   app.add_flag("-q,--quiet", globals.quiet, "say nothing but errors");
+}
+
+// Runs a parsed subcommand: its exit code, or the one its error maps to.
+template <class Subcommand>
+int exit_code_of(Subcommand subcommand) {
+  namespace cli = leasehold::cli;
+  try {
+    return subcommand();
+  } catch (const UsageError& e) {
+    cli::warn(e.message);
+    return cli::kExitUsage;
+  } catch (const leasehold::Error& e) {
+    if (e.code() == leasehold::errc::invalid_argument || e.code() == leasehold::errc::invalid_url) {
+      cli::warn(e.what());
+      return cli::kExitUsage;
+    }
+    cli::exit_unavailable(e);
+  }
+  return cli::kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  namespace cli = leasehold::cli;
+  CLI::App app{
+      "leasehold: distributed leases on Redis.\n"
+      "Run a command under a lease (a distributed flock), run a command once per interval across\n"
+      "hosts, inspect and force-release leases."};
+  app.set_version_flag("--version", std::string("leasehold ") + leasehold::version);
+  app.require_subcommand(1);
+
+  leasehold::cli::Globals globals;
+  add_global_options(app, globals);
 
   // run
   cli::RunOptions run;
@@ -137,7 +161,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : cli::kExitUsage;
   }
 
-  try {
+  return exit_code_of([&]() -> int {
     if (globals.verbose && globals.quiet)
       throw UsageError{"--verbose and --quiet exclude each other"};
     if (run_app->parsed()) {
@@ -163,15 +187,6 @@ int main(int argc, char** argv) {
       return cli::list(globals, list_pattern, list_json);
     if (release_app->parsed())
       return cli::release_force(globals, release_name);
-  } catch (const UsageError& e) {
-    cli::warn(e.message);
     return cli::kExitUsage;
-  } catch (const leasehold::Error& e) {
-    if (e.code() == leasehold::errc::invalid_argument || e.code() == leasehold::errc::invalid_url) {
-      cli::warn(e.what());
-      return cli::kExitUsage;
-    }
-    cli::exit_unavailable(e);
-  }
-  return cli::kExitUsage;
+  });
 }

@@ -7,7 +7,6 @@
 
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <thread>
 
@@ -17,14 +16,6 @@ namespace leasehold::cli {
 namespace {
 
 using std::chrono::milliseconds;
-
-// A prepared request as a query (its reply is ignored).
-struct RawRequest {
-  using result_type = Reply;
-  Request request_;
-  Request request() const { return request_; }
-  Result<Reply> parse(Reply reply, const Timing&) const { return reply; }
-};
 
 // While the command runs it owns the terminal (if leasehold had it), so that it can read from
 // it: a background process group that reads the terminal is stopped by SIGTTIN.
@@ -76,22 +67,17 @@ GroupState group_state(pid_t group) {
   return errno == EPERM ? GroupState::out_of_reach : GroupState::gone;
 }
 
-}  // namespace
+// The lease NAME, kept alive from the moment it is taken (released when the guard is), or the
+// exit code of a run that gives up waiting for it.
+struct Taken {
+  std::optional<LeaseGuard> lease;
+  int exit_code = 0;
+};
 
-int run(const Globals& globals, const RunOptions& options) {
-  if (options.name.empty())
-    throw UsageError{"run: NAME must not be empty"};
-  if (options.command.empty())
-    throw UsageError{"run: no COMMAND given (leasehold run NAME -- COMMAND ...)"};
-  if (options.ttl < milliseconds(10))
-    throw UsageError{"--ttl: must be at least 10ms"};
-  block_forwarded_signals();  // before the client starts its thread
-  Client redis = connect_or_exit(globals);
-  const RwLock<std::string> lock = run_lock(globals, options.ttl);
-
-  // Acquire: at once, then (unless -n) every 100 ms until it is ours or --wait runs out.
+// Acquire: at once, then (unless -n) every 100 ms until it is ours or --wait runs out.
+Taken take_lease(const Globals& globals, const RunOptions& options, Client& redis,
+                 const RwLock<std::string>& lock) {
   const auto started_waiting = Clock::now();
-  std::optional<std::shared_ptr<detail::LeaseState>> lease;
   bool announced = false;
   for (;;) {
     // One query value per attempt; on an unknown outcome (timeout), its id is released before
@@ -101,10 +87,10 @@ int run(const Globals& globals, const RunOptions& options) {
     try {
       if (options.shared) {
         if (auto token = redis.process(read))
-          lease = token->state();
+          return Taken{LeaseGuard(redis, std::move(*token))};
       } else {
         if (auto token = redis.process(write))
-          lease = token->state();
+          return Taken{LeaseGuard(redis, std::move(*token))};
       }
     } catch (const Error& e) {
       if (outcome_unknown(e.code())) {
@@ -112,17 +98,15 @@ int run(const Globals& globals, const RunOptions& options) {
             options.shared ? read.on_unknown_outcome() : write.on_unknown_outcome();
         std::error_code ignored;
         if (cleanup)
-          redis.process(RawRequest{*cleanup}, ignored);
+          redis.process(Command(std::move(*cleanup)), ignored);
       }
       exit_unavailable(e);
     }
-    if (lease)
-      break;
     const auto waited = Clock::now() - started_waiting;
     if (options.nonblock || (options.wait && waited >= *options.wait)) {
       chat(globals, "'" + options.name + "' is " + describe_holder(redis, lock, options.name) +
                         "; giving up");
-      return options.conflict_exit_code;
+      return Taken{.lease = std::nullopt, .exit_code = options.conflict_exit_code};
     }
     if (!announced) {
       chat(globals,
@@ -139,30 +123,102 @@ int run(const Globals& globals, const RunOptions& options) {
     timespec timeout{0, static_cast<long>(pause.count()) * 1'000'000};
     const int signal = sigtimedwait(&signals, nullptr, &timeout);
     if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP)
-      return 128 + signal;
+      return Taken{.lease = std::nullopt, .exit_code = 128 + signal};
   }
+}
+
+// How the command's group ended.
+struct CommandEnd {
+  int status = 0;                                  // the command's, from waitpid
+  std::optional<Clock::time_point> terminated_at;  // when the group got SIGTERM for a lost lease
+  bool ended_first = false;  // the command had ended on its own when the loss was acted on
+  bool killed = false;
+  bool out_of_reach = false;  // members of the group could not be signalled
+};
+
+// Waits for the command; if the lease is lost meanwhile, stops its whole group (SIGTERM, then
+// SIGKILL after --kill-after) and waits until nothing of it runs. Forwards the signals leasehold
+// gets.
+CommandEnd watch_command(const Child& child, const KeepAlive& keep_alive,
+                         const RunOptions& options) {
+  const sigset_t signals = forwarded_signals();
+  const pid_t group = child.pid;
+  CommandEnd end;
+  bool reaped = false;
+  for (;;) {
+    for (int ended = 0;;) {
+      const pid_t pid = waitpid(-1, &ended, WNOHANG);
+      if (pid <= 0)
+        break;
+      if (pid == child.pid) {
+        end.status = ended;
+        reaped = true;
+      }
+    }
+    // The command ended with the lease held: what it left in the background is not waited for.
+    const bool lost = keep_alive.lost();
+    if (reaped && !lost && !end.terminated_at)
+      break;
+    if (lost && !end.terminated_at) {
+      // The lease is gone: stop everything the command started, even if the command has ended.
+      end.ended_first = reaped;
+      kill(-group, SIGTERM);
+      end.terminated_at = Clock::now();
+    }
+    if (end.terminated_at) {
+      // Exit only when nothing of the group runs (a member leasehold may not signal, EPERM,
+      // cannot be stopped: after the SIGKILL it is given up on). While a member is left, the
+      // group's id is not reused, so signalling it reaches no one else.
+      if (reaped) {
+        const GroupState left = group_state(group);
+        if (left == GroupState::gone)
+          break;
+        if (left == GroupState::out_of_reach && end.killed) {
+          end.out_of_reach = true;
+          break;
+        }
+      }
+      if (!end.killed && Clock::now() - *end.terminated_at >= options.kill_after) {
+        kill(-group, SIGKILL);
+        end.killed = true;
+      }
+    }
+    timespec timeout{0, 20'000'000};
+    const int signal = sigtimedwait(&signals, nullptr, &timeout);
+    if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP)
+      kill(reaped ? -group : child.pid, signal);  // once the command has ended: what is left of it
+  }
+  return end;
+}
+
+}  // namespace
+
+int run(const Globals& globals, const RunOptions& options) {
+  if (options.name.empty())
+    throw UsageError{"run: NAME must not be empty"};
+  if (options.command.empty())
+    throw UsageError{"run: no COMMAND given (leasehold run NAME -- COMMAND ...)"};
+  if (options.ttl < milliseconds(10))
+    throw UsageError{"--ttl: must be at least 10ms"};
+  block_forwarded_signals();  // before the client starts its thread
+  Client redis = connect_or_exit(globals);
+  const RwLock<std::string> lock = run_lock(globals, options.ttl);
+
+  Taken taken = take_lease(globals, options, redis, lock);
+  if (!taken.lease)
+    return taken.exit_code;
+  LeaseGuard& lease = *taken.lease;
   chat(globals, "took '" + options.name + "' (" + (options.shared ? "shared" : "exclusive") +
                     ", ttl " + format_duration(options.ttl) + ")");
 
-  // Keep the lease while the command runs; a loss is noticed by the wait loop below.
-  std::atomic<bool> lost{false};
-  std::error_code loss_cause;
-  std::mutex cause_mutex;
-  auto heartbeat = detail::Heartbeat::start(redis, *lease, [&](std::error_code cause) {
-    std::lock_guard guard(cause_mutex);
-    loss_cause = cause;
-    lost = true;
-  });
-  const auto release = [&] {
-    heartbeat->stop();
-    std::error_code ignored;
-    redis.process(ReleaseLock<RwLock<std::string>>(*lease), ignored);
-  };
+  // The lease is kept while the command runs; a loss is noticed by the wait loop below.
+  const KeepAlive& keep_alive = lease.keep_alive();
+  const auto release = [&] { lease.release(); };
 
   std::vector<std::pair<std::string, std::string>> environment = {
-      {"LEASEHOLD_NAME", options.name}, {"LEASEHOLD_TOKEN", (*lease)->id.hex()}};
-  if ((*lease)->fence != 0)
-    environment.emplace_back("LEASEHOLD_FENCE", std::to_string((*lease)->fence));
+      {"LEASEHOLD_NAME", options.name}, {"LEASEHOLD_TOKEN", lease.id().hex()}};
+  if (const auto fence = lease.fence())
+    environment.emplace_back("LEASEHOLD_FENCE", std::to_string(*fence));
 
 #ifdef PR_SET_CHILD_SUBREAPER
   // On Linux leasehold adopts the orphans of the command (a child subreaper) and reaps them:
@@ -176,79 +232,30 @@ int run(const Globals& globals, const RunOptions& options) {
   }
 
   const TerminalHandover terminal(child.pid);
-  const sigset_t signals = forwarded_signals();
-  const pid_t group = child.pid;
-  std::optional<Clock::time_point> terminated_at;  // when the group got SIGTERM for a lost lease
-  bool ended_first = false;  // the command had ended on its own when the loss was acted on
-  bool killed = false;
-  bool out_of_reach = false;
-  bool reaped = false;
-  int status = 0;
-  for (;;) {
-    for (int ended = 0;;) {
-      const pid_t pid = waitpid(-1, &ended, WNOHANG);
-      if (pid <= 0)
-        break;
-      if (pid == child.pid) {
-        status = ended;
-        reaped = true;
-      }
-    }
-    // The command ended with the lease held: what it left in the background is not waited for.
-    if (reaped && !lost && !terminated_at)
-      break;
-    if (lost && !terminated_at) {
-      // The lease is gone: stop everything the command started, even if the command has ended.
-      ended_first = reaped;
-      kill(-group, SIGTERM);
-      terminated_at = Clock::now();
-    }
-    if (terminated_at) {
-      // Exit only when nothing of the group runs (a member leasehold may not signal, EPERM,
-      // cannot be stopped: after the SIGKILL it is given up on). While a member is left, the
-      // group's id is not reused, so signalling it reaches no one else.
-      if (reaped) {
-        const GroupState left = group_state(group);
-        if (left == GroupState::gone)
-          break;
-        if (left == GroupState::out_of_reach && killed) {
-          out_of_reach = true;
-          break;
-        }
-      }
-      if (!killed && Clock::now() - *terminated_at >= options.kill_after) {
-        kill(-group, SIGKILL);
-        killed = true;
-      }
-    }
-    timespec timeout{0, 20'000'000};
-    const int signal = sigtimedwait(&signals, nullptr, &timeout);
-    if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP)
-      kill(reaped ? -group : child.pid, signal);  // once the command has ended: what is left of it
-  }
+  const CommandEnd end = watch_command(child, keep_alive, options);
   // A lost lease is given back only now: one lost because an extension came too late may still
   // stand in Redis, and it then keeps others out while the group stops (releasing a lease that
   // is no longer ours removes nothing).
   release();
-  if (lost) {
-    std::lock_guard guard(cause_mutex);
+  if (keep_alive.lost()) {
+    const std::error_code loss_cause = keep_alive.cause();
     const std::string fate =
-        !terminated_at || ended_first
-            ? "the command ended on its own (exit " + std::to_string(exit_code_of(status)) +
-                  ") as it was noticed" + (killed ? "; what it left running was killed" : "")
-        : killed ? "the command was killed"
-                 : "the command was terminated";
+        !end.terminated_at || end.ended_first
+            ? "the command ended on its own (exit " + std::to_string(exit_code_of(end.status)) +
+                  ") as it was noticed" + (end.killed ? "; what it left running was killed" : "")
+        : end.killed ? "the command was killed"
+                     : "the command was terminated";
     warn("lost the lease on '" + options.name + "' (" +
          (loss_cause ? "could not extend it: " + loss_cause.message()
                      : std::string("it expired or was taken over")) +
          "); " + fate);
-    if (out_of_reach)
+    if (end.out_of_reach)
       warn(
           "some processes of the command's group could not be signalled (not permitted) and "
           "may still run");
     return kExitLeaseLost;
   }
-  return exit_code_of(status);
+  return exit_code_of(end.status);
 }
 
 }  // namespace leasehold::cli

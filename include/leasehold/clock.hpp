@@ -1,4 +1,4 @@
-// The clock of lease deadlines, heartbeats and call timeouts.
+// The clock of lease deadlines, keep-alives and call timeouts.
 //
 // Redis expires keys by its own wall time, which runs on while this host is suspended (a laptop
 // lid, a paused VM). std::chrono::steady_clock (CLOCK_MONOTONIC) stops during a suspend, so a

@@ -54,7 +54,7 @@ constexpr Clock::time_point lease_deadline(Clock::time_point sent, std::chrono::
 
 // When a kept-alive lease is extended next: two thirds of its TTL before its deadline (a third
 // of the TTL after it was granted), so that two more tries fit before it runs out; at once when
-// that moment has passed (a token that was kept a while before its heartbeat started).
+// that moment has passed (a token that was kept a while before its keep-alive started).
 constexpr Clock::time_point next_extension(Clock::time_point deadline,
                                            std::chrono::milliseconds ttl) {
   return deadline - ttl * 2 / 3;

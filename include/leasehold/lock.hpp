@@ -280,7 +280,7 @@ class BasicToken {
                << ", " << token.id() << ")";
   }
 
-  // For the layers above (heartbeats): the shared lease state.
+  // For the layers above (keep-alives): the shared lease state.
   const std::shared_ptr<detail::LeaseState>& state() const noexcept { return state_; }
 
  private:

@@ -120,6 +120,9 @@ class Command {
   Command(std::initializer_list<std::string_view> args) : request_(Request::command(args)) {}
   explicit Command(const std::vector<std::string>& args)
       : request_(Request::command(std::span<const std::string>(args))) {}
+  // A prepared request, e.g. what a query's on_unknown_outcome() asks for, to send it and wait
+  // for its reply.
+  explicit Command(Request request) : request_(std::move(request)) {}
 
   Command&& retry_safe(bool safe = true) && {
     (void)std::move(request_).retry_safe(safe);

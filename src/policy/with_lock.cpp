@@ -1,8 +1,12 @@
 #include "leasehold/with_lock.hpp"
 
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
 #include <future>
 #include <random>
 #include <thread>
+
+#include "leasehold/detail/timer.hpp"
 
 namespace leasehold {
 
@@ -26,10 +30,29 @@ bool LockContext::holds(const Locker* locker, std::string_view key) const {
 }
 
 namespace detail {
+
 std::vector<ChainEntry>& this_thread_chain() {
   thread_local std::vector<ChainEntry> chain;
   return chain;
 }
+
+LockEnding lock_ending(const LeaseGuard& guard, Clock::time_point settled_at) {
+  return {.lost = !guard.keep_alive().held(settled_at),
+          .revoked = guard.revoked(),
+          .cause = guard.keep_alive().cause()};
+}
+
+void throw_if_lock_lost(std::string_view name, const LockEnding& ending) {
+  if (!ending.lost && !ending.revoked)
+    return;
+  if (!ending.lost)
+    throw LockLostError({}, "the locker shut down while the callback ran");
+  const std::string lease = "the lease on '" + std::string(name) + "'";
+  throw LockLostError(ending.cause,
+                      ending.cause ? lease + " could not be extended: " + ending.cause.message()
+                                   : lease + " expired or was taken over");
+}
+
 }  // namespace detail
 
 Locker::Locker(Client& client, std::string prefix, Fencing fencing)
@@ -200,6 +223,81 @@ void Locker::shutdown() noexcept {
   }
 }
 
+std::optional<LockToken<detail::WithLockTag>> Locker::acquire(std::string_view name,
+                                                              const WithLockOptions& options,
+                                                              std::stop_token caller_stop) {
+  const auto cancelled = [] {
+    return Error(make_error_code(errc::closed), "with_lock was cancelled by its stop token");
+  };
+  std::optional<LockToken<detail::WithLockTag>> token;
+  for (int attempt = 0;; ++attempt) {
+    token = client_.process(try_lock_query(name, options.ttl));
+    if (token)
+      break;
+    if (options.retry_attempts != WithLockOptions::forever && attempt >= options.retry_attempts) {
+      throw AcquireError(make_error_code(errc::lock_busy),
+                         "could not take the lock '" + std::string(name) + "' in " +
+                             std::to_string(attempt + 1) + " attempts");
+    }
+    if (!wait_between_attempts(options.retry_delay, options.retry_jitter, caller_stop)) {
+      if (caller_stop.stop_requested() && !is_shut_down())
+        throw cancelled();
+      return std::nullopt;
+    }
+  }
+  // Stopped while the acquire was in flight: the lease it got anyway is given back, unused.
+  if (caller_stop.stop_requested()) {
+    release_quietly(token->state());
+    throw cancelled();
+  }
+  return token;
+}
+
+LockContext Locker::implicit_context(const asio::any_io_executor& executor,
+                                     const asio::cancellation_slot& slot) {
+  const auto* strand = detail::executor_target<detail::CallChainStrand>(executor);
+  if (strand == nullptr || !slot.is_connected() || *strand->owner != slot)
+    return {};
+  return strand->chain;
+}
+
+asio::awaitable<void> Locker::stay_pending() {
+  detail::Timer forever(co_await asio::this_coro::executor, Clock::time_point::max());
+  co_await forever.async_wait(asio::use_awaitable);
+  throw Error(make_error_code(errc::closed), "the locker was shut down");
+}
+
+asio::awaitable<LockToken<detail::WithLockTag>> Locker::async_acquire(std::string name,
+                                                                      WithLockOptions options) {
+  if (is_shut_down())
+    co_await stay_pending();
+  std::optional<LockToken<detail::WithLockTag>> token;
+  for (int attempt = 0;; ++attempt) {
+    const TryLock<detail::WithLockTag> acquire = try_lock_query(name, options.ttl);
+    token = co_await client_.async_process(acquire, asio::use_awaitable);
+    if (token)
+      break;
+    if (options.retry_attempts != WithLockOptions::forever && attempt >= options.retry_attempts) {
+      throw AcquireError(
+          make_error_code(errc::lock_busy),
+          "could not take the lock '" + name + "' in " + std::to_string(attempt + 1) + " attempts");
+    }
+    detail::Timer pause(co_await asio::this_coro::executor,
+                        jittered(options.retry_delay, options.retry_jitter));
+    co_await pause.async_wait(asio::use_awaitable);
+    if (is_shut_down())
+      co_await stay_pending();
+  }
+  // The caller may have cancelled while the acquire was in flight. A call sent cannot be taken
+  // back: a lease it got anyway is given back at once, and the callback never starts.
+  const asio::cancellation_state caller_state = co_await asio::this_coro::cancellation_state;
+  if (caller_state.cancelled() != asio::cancellation_type::none) {
+    release_quietly_async(token->state());
+    throw std::system_error(asio::error::operation_aborted);
+  }
+  co_return std::move(*token);
+}
+
 // Mutex
 
 Mutex::Mutex(Locker& locker, std::string name, MutexOptions options)
@@ -212,7 +310,7 @@ Mutex::~Mutex() {
 }
 
 bool Mutex::attempt() {
-  if (token_) {
+  if (guard_) {
     throw Error(make_error_code(errc::invalid_argument),
                 "the Mutex '" + name_ + "' is already locked by this object");
   }
@@ -221,23 +319,11 @@ bool Mutex::attempt() {
   auto token = locker_.client().process(locker_.try_lock_query(name_, options_.ttl));
   if (!token)
     return false;
-  lost_->store(false);
-  auto lost = lost_;
-  heartbeat_ = detail::Heartbeat::start(locker_.client(), token->state(),
-                                        [lost](std::error_code) { lost->store(true); });
-  auto heartbeat = heartbeat_;
-  const auto held_id = locker_.register_held(token->state(), [heartbeat, lost] {
-    lost->store(true);  // the shutdown releases it: from now on it is not ours
-    heartbeat->stop();
-  });
-  if (!held_id) {
-    heartbeat_->stop();
-    heartbeat_.reset();
-    locker_.release_quietly(token->state());
+  LeaseGuard guard(locker_, std::move(*token));
+  if (!guard)  // shut down while acquiring: given back already
     throw Error(make_error_code(errc::closed), "the locker was shut down");
-  }
-  held_id_ = *held_id;
-  token_ = std::move(token);
+  guard_ = std::move(guard);
+  lost_at_unlock_ = false;
   return true;
 }
 
@@ -267,33 +353,25 @@ bool Mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
 }
 
 void Mutex::unlock() noexcept {
-  if (!token_)
+  if (!guard_)
     return;
-  if (token_->expired())
-    lost_->store(true);  // held past the deadline: lost(), even if the heartbeat never said so
-  if (heartbeat_)
-    heartbeat_->stop();
-  heartbeat_.reset();
-  const bool still_registered = [&] {
-    const bool shut = locker_.is_shut_down();
-    locker_.unregister_held(held_id_);
-    return !shut;
-  }();
-  if (still_registered)
-    locker_.release_quietly(token_->state());
-  token_.reset();
+  const Clock::time_point unlocked_at = Clock::now();
+  guard_.release();
+  // Lost, revoked, or held past the deadline: lost(), even if the keep-alive never said so.
+  lost_at_unlock_ = !guard_.held(unlocked_at);
+  guard_ = LeaseGuard();
 }
 
 bool Mutex::lost() const {
-  // The heartbeat's flag may come late (its deadline timer runs on the client's I/O thread): read
-  // the clock too, as with_lock does when its callback returns.
-  return lost_->load() || (token_ && token_->expired());
+  // The keep-alive's report may come late (it runs on the client's I/O thread): held() reads the
+  // clock too, as with_lock does when its callback returns.
+  return guard_ ? !guard_.held() : lost_at_unlock_;
 }
 
 std::optional<std::uint64_t> Mutex::fence() const {
-  if (!token_)
+  if (!guard_)
     return std::nullopt;
-  return token_->fence();
+  return guard_.fence();
 }
 
 }  // namespace leasehold

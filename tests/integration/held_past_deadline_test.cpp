@@ -1,6 +1,6 @@
 // "Held" means before the deadline, even when the client's I/O thread runs late.
 //
-// The heartbeat's deadline timer runs on the client's I/O thread, which may run late: a slow
+// The keep-alive's deadline timer runs on the client's I/O thread, which may run late: a slow
 // completion handler on a shared io_context, or a machine that stalls every process at once (the
 // torture runs see stalls of 100 ms and more on a loaded 2-core machine). docs/locks.md promises
 // "It never reports 'held' past the deadline": while_held checks the token's deadline itself when
@@ -105,7 +105,7 @@ TEST(HeldPastTheDeadline, MutexReportsLostOnceItsDeadlinePassed) {
   occupy_io_thread(redis, 600ms);
   ASSERT_TRUE(wait_until_expired_on_server(server, mutex.key())) << "the lease ran out";
   EXPECT_TRUE(mutex.lost()) << "lost() said held past the lease's deadline";
-  // unlock() waits for the I/O thread; the heartbeat it stops may never get to report the loss.
+  // unlock() waits for the I/O thread; the keep-alive it stops may never get to report the loss.
   mutex.unlock();
   EXPECT_TRUE(mutex.lost()) << "unlock() forgot that the lease was lost while locked";
 }

@@ -1,6 +1,6 @@
-// The heartbeat's schedule counts from the token's deadline on leasehold::Clock: a token that was
-// kept a while before its heartbeat started (work done first, an acquire whose reply came late) is
-// extended in time, not a whole third of its TTL after the heartbeat starts; and a suspend of the
+// The keep-alive's schedule counts from the token's deadline on leasehold::Clock: a token that was
+// kept a while before its keep-alive started (work done first, an acquire whose reply came late) is
+// extended in time, not a whole third of its TTL after the keep-alive starts; and a suspend of the
 // host counts against the lease.
 #include <gtest/gtest.h>
 
@@ -57,7 +57,7 @@ TEST(KeepAliveSchedule, WithLockKeepsALeaseWhoseAcquireReplyCameLate) {
 }
 
 // A suspend of the host (simulated: Clock moves on, the monotonic clock does not) past the
-// lease's TTL: the heartbeat notices within a timer slice of the wake-up, however far its next
+// lease's TTL: the keep-alive notices within a timer slice of the wake-up, however far its next
 // extension was.
 TEST(KeepAliveSchedule, ASuspendPastTheTtlIsALossNoticedSoonAfterTheWakeUp) {
   RedisServer server;

@@ -114,7 +114,7 @@ TEST_F(RwLockTest, AReadersExtendKeepsOnlyItsOwnLease) {
   // b runs out while a, extended every 50 ms, lives on.
   ASSERT_TRUE(eventually([&] {
     EXPECT_TRUE(redis.process(a->extend()));
-    std::this_thread::sleep_for(50ms);  // the heartbeat's pace, not synchronisation
+    std::this_thread::sleep_for(50ms);  // the keep-alive's pace, not synchronisation
     return server_now_ms() > b_before;
   }));
   EXPECT_FALSE(redis.process(b->extend()));

@@ -302,7 +302,7 @@ TEST_F(WithLockTest, ReentrantCallsMakeNoRoundTripThreeLevelsDeep) {
   });
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3, 4}));
   EXPECT_EQ(sets_inside, 0) << "a nested call on the same key went to Redis";
-  EXPECT_LE(evalshas_inside, 0 + 1) << "at most the heartbeat's own extension";
+  EXPECT_LE(evalshas_inside, 0 + 1) << "at most the keep-alive's own extension";
   EXPECT_EQ(command_calls(server, "set") - sets_before, 2);
 }
 

@@ -206,7 +206,7 @@ FaultRound fault_round(RedisServer& server, const HistoryDir& dir, const Recorde
     server.command({"CLIENT", "KILL", "ID", std::to_string(id)});
     ++result.kills;
   };
-  // Somewhere in the heartbeat's cycle.
+  // Somewhere in the keep-alive's cycle.
   std::this_thread::sleep_for(std::chrono::milliseconds(
       std::uniform_int_distribution<int>(0, static_cast<int>(kTtl.count() / 3))(random)));
   if (fault == ServerFault::kills) {

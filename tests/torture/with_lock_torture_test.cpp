@@ -98,8 +98,8 @@ TEST(TortureWithLock, EightProcessesOfTwoThreadsOnSixteenNames) {
 }
 
 TEST(TortureWithLock, SectionsLongerThanTheTtlAreExtendedNeverLost) {
-  // Each section lasts three TTLs: it holds only because the heartbeat extends the lease. The TTL
-  // leaves the heartbeat two thirds of it (333 ms) to get an extension through: this machine
+  // Each section lasts three TTLs: it holds only because the keep-alive extends the lease. The TTL
+  // leaves the keep-alive two thirds of it (333 ms) to get an extension through: this machine
   // stalls every process at once for 100 ms and more when it is loaded.
   run({.id = "with_lock_longer_than_ttl",
        .processes = 4,

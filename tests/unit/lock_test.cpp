@@ -294,7 +294,7 @@ TEST(LeaseClock, CountsOnTheBootClockWhichGoesOnDuringASuspend) {
 TEST(LeaseTiming, TheNextExtensionCountsFromTheDeadline) {
   const Clock::time_point sent{Clock::duration(3'000'000'000)};
   const auto deadline = lease_deadline(sent, 1500ms);
-  // A third of the TTL after the grant (less the drift margin), whenever the heartbeat started.
+  // A third of the TTL after the grant (less the drift margin), whenever the keep-alive started.
   EXPECT_EQ(next_extension(deadline, 1500ms), sent + 500ms - lease_margin(1500ms));
   // A token with 382 ms left is due at once: its next extension is already in the past.
   const Clock::time_point late = deadline - 382ms;

@@ -1,0 +1,190 @@
+// The bodies of Locker::with_lock and Locker::async_with_lock (with_lock.hpp).
+#pragma once
+
+#include <asio/cancellation_signal.hpp>
+#include <asio/this_coro.hpp>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "leasehold/detail/race.hpp"
+
+namespace leasehold {
+
+template <class F>
+detail::sync_callback_result_t<F> Locker::with_lock(std::string_view name, F&& callback,
+                                                    WithLockOptions options,
+                                                    std::stop_token caller_stop) {
+  using R = detail::sync_callback_result_t<F>;
+  validate(name, options);
+  const std::string lock_key = key(name);
+
+  // Reentrant: this thread's call chain already holds the lock. Its lease and stop token apply.
+  auto& chain = detail::this_thread_chain();
+  for (const auto& entry : chain) {
+    if (entry.locker == this && entry.key == lock_key) {
+      return detail::invoke_callback(callback, entry.stop);
+    }
+  }
+
+  const auto after_shutdown = [&]() -> R {
+    block_after_shutdown(caller_stop);
+    throw Error(make_error_code(errc::closed), "the locker was shut down");
+  };
+  if (is_shut_down())
+    return after_shutdown();
+  std::optional<LockToken<detail::WithLockTag>> token = acquire(name, options, caller_stop);
+  if (!token)
+    return after_shutdown();
+  // Kept alive and registered; its stop token is requested when the lease is lost or the locker
+  // shuts down.
+  LeaseGuard guard(*this, std::move(*token));
+  if (!guard)  // shut down while acquiring: the callback never runs
+    return after_shutdown();
+
+  std::exception_ptr thrown;
+  std::optional<detail::Stored<R>> value;
+  chain.push_back({this, lock_key, guard.stop_token(), guard.fence().value_or(0)});
+  try {
+    if constexpr (std::is_void_v<R>) {
+      detail::invoke_callback(callback, guard.stop_token());
+      value.emplace();
+    } else {
+      value.emplace(detail::invoke_callback(callback, guard.stop_token()));
+    }
+  } catch (...) {
+    thrown = std::current_exception();
+  }
+  chain.pop_back();
+  const Clock::time_point settled_at = Clock::now();
+  guard.release();  // as soon as the callback settled
+  // The loss outranks what the callback returned or threw.
+  detail::throw_if_lock_lost(name, detail::lock_ending(guard, settled_at));
+  if (thrown)
+    std::rethrow_exception(thrown);
+  if constexpr (!std::is_void_v<R>)
+    return std::move(*value);
+}
+
+namespace detail {
+
+// One async_with_lock call's lease, shared by the call and its callback's completion: after a
+// loss the call returns at once, and the callback may run on until it notices the cancellation.
+struct AsyncLockCall {
+  struct ClearHeld {
+    std::shared_ptr<std::atomic<bool>> held;
+    void operator()() const noexcept { *held = false; }
+  };
+
+  AsyncLockCall(Locker& locker, LockToken<WithLockTag> token)
+      : guard(locker, std::move(token)), clear_at_stop(guard.stop_token(), ClearHeld{held}) {}
+
+  // Settled: stop vouching, judge, and release at once, whether or not anyone still waits.
+  void settle() noexcept {
+    *held = false;
+    at_settle = lock_ending(guard, Clock::now());
+    guard.send_release();
+  }
+
+  LeaseGuard guard;
+  // What the callback's LockContext vouches by: cleared at the loss, the shutdown, the end.
+  std::shared_ptr<std::atomic<bool>> held = std::make_shared<std::atomic<bool>>(true);
+  std::stop_callback<ClearHeld> clear_at_stop;
+  LockEnding at_settle;  // written when the callback settles (on the race's strand)
+};
+
+// The strand an async callback runs on, carrying the call chain it belongs to: the executor of
+// the callback's coroutine, which nested calls ask for (co_await asio::this_coro::executor).
+struct CallChainStrand : RaceStrand {
+  CallChainStrand(const RaceStrand& strand, LockContext chain,
+                  std::shared_ptr<asio::cancellation_slot> owner)
+      : RaceStrand(strand), chain(std::move(chain)), owner(std::move(owner)) {}
+
+  LockContext chain;
+  // The cancellation slot of the callback's own coroutine, recorded as it starts. A coroutine
+  // that the callback spawns runs on this executor too, but it is a coroutine of its own (with a
+  // slot of its own): it is not part of the call chain.
+  std::shared_ptr<asio::cancellation_slot> owner;
+};
+
+struct OnCallChainStrand {
+  LockContext chain;
+  std::shared_ptr<asio::cancellation_slot> owner;
+  CallChainStrand operator()(const RaceStrand& strand) const { return {strand, chain, owner}; }
+};
+
+}  // namespace detail
+
+// g++ 12 can report -Wmismatched-new-delete for the coroutine frames below, which Asio allocates
+// and frees with its own matching operators (a false positive: GCC bug 109224).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+template <class F>
+asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
+    LockContext context, std::string name, F callback, WithLockOptions options) {
+  using R = detail::async_callback_result_t<F>;
+  validate(name, options);
+  const std::string lock_key = key(name);
+
+  // The call chain: the context passed in, and the callback this coroutine runs in (if any).
+  const asio::any_io_executor executor = co_await asio::this_coro::executor;
+  const asio::cancellation_state caller = co_await asio::this_coro::cancellation_state;
+  const LockContext implicit = implicit_context(executor, caller.slot());
+  // Reentrant: the chain holds this key. The callback runs at once, in this coroutine.
+  if (context.holds(this, lock_key) || implicit.holds(this, lock_key)) {
+    if constexpr (std::is_invocable_v<F&, LockContext>)
+      co_return co_await callback(context.holds(this, lock_key) ? std::move(context) : implicit);
+    else
+      co_return co_await callback();
+  }
+  if (!context.top_)
+    context = implicit;
+
+  LockToken<detail::WithLockTag> token = co_await async_acquire(name, options);
+  const std::shared_ptr<const detail::LeaseState> lease = token.state();
+  auto call = std::make_shared<detail::AsyncLockCall>(*this, std::move(token));
+  if (!call->guard)  // shut down while acquiring: the callback never runs
+    co_await stay_pending();
+  LockContext inner(std::make_shared<const LockContext::Node>(
+      LockContext::Node{this, lock_key, context.top_, lease->fence, call->held, lease}));
+
+  // The callback owns the callable: after a loss this call returns at once, and the callback
+  // may run on (until it notices the cancellation) after this frame is gone.
+  auto run_owned = [](std::shared_ptr<F> callable, LockContext chain,
+                      std::shared_ptr<asio::cancellation_slot> owner) -> asio::awaitable<R> {
+    const asio::cancellation_state own = co_await asio::this_coro::cancellation_state;
+    *owner = own.slot();
+    if constexpr (std::is_invocable_v<F&, LockContext>)
+      co_return co_await (*callable)(std::move(chain));
+    else
+      co_return co_await (*callable)();
+  };
+  // Named, not written inside the co_await: GCC 12 destroys the captures of a lambda written
+  // there twice (GCC bug 101976).
+  auto settle = [call] { call->settle(); };
+  auto owner = std::make_shared<asio::cancellation_slot>();
+  detail::OnCallChainStrand on_chain{inner, owner};
+  asio::awaitable<R> work =
+      run_owned(std::make_shared<F>(std::move(callback)), std::move(inner), std::move(owner));
+  detail::RaceOutcome<R> outcome = co_await detail::race_against_stop(
+      call->guard.stop_token(), std::move(work), std::move(settle), detail::AtStop::leave_work,
+      std::move(on_chain));
+  // A callback that settled after the loss (or the shutdown) was reported, or after the lease's
+  // deadline, did not end under the lock. Reentrant calls in the callback took no lease of their
+  // own: they are judged here, by this call's lease.
+  detail::throw_if_lock_lost(
+      name, outcome.settled ? call->at_settle : detail::lock_ending(call->guard, Clock::now()));
+  if (outcome.thrown)
+    std::rethrow_exception(outcome.thrown);
+  if constexpr (!std::is_void_v<R>)
+    co_return std::move(*outcome.value);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+}  // namespace leasehold

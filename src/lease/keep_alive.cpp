@@ -1,0 +1,189 @@
+#include "leasehold/keep_alive.hpp"
+
+#include <asio/post.hpp>
+#include <mutex>
+
+#include "keep_alive_schedule.hpp"
+#include "leasehold/client.hpp"
+#include "leasehold/detail/timer.hpp"
+
+namespace leasehold {
+namespace detail {
+
+void throw_lease_lost(std::error_code cause) {
+  throw Error(make_error_code(errc::lease_lost),
+              cause ? "the lease could not be extended before its deadline: " + cause.message()
+                    : std::string("the lease expired or was taken over"));
+}
+
+// One kept lease: two timers on the client's executor (the next extension, the deadline) that
+// follow a KeepAliveSchedule, and the loss, reported once. The timers are touched on the client's
+// executor only; the report and the end are guarded by `mutex_`, so that they can be read, and
+// stop() called, from any thread.
+class KeepAliveState : public std::enable_shared_from_this<KeepAliveState> {
+ public:
+  KeepAliveState(Client& client, std::shared_ptr<LeaseState> lease)
+      : client_(client),
+        lease_(std::move(lease)),
+        schedule_(lease_->ttl),
+        tick_(client.get_executor()),
+        deadline_timer_(client.get_executor()) {}
+
+  void start() {
+    asio::post(tick_.get_executor(), [self = shared_from_this()] { self->begin(); });
+  }
+
+  void stop() noexcept {
+    {
+      std::lock_guard lock(mutex_);
+      if (ended_)
+        return;
+      ended_ = true;
+    }
+    try {
+      asio::post(tick_.get_executor(), [self = shared_from_this()] {
+        self->tick_.cancel();
+        self->deadline_timer_.cancel();
+      });
+    } catch (...) {
+      // The timers' handlers see ended_ and stop on their own.
+    }
+  }
+
+  bool lost() const noexcept {
+    std::lock_guard lock(mutex_);
+    return lost_;
+  }
+  std::error_code cause() const noexcept {
+    std::lock_guard lock(mutex_);
+    return lost_ ? cause_ : std::error_code{};
+  }
+  std::stop_token stop_token() const noexcept { return loss_.get_token(); }
+  Clock::time_point deadline() const noexcept { return lease_->deadline(); }
+
+ private:
+  bool ended() const {
+    std::lock_guard lock(mutex_);
+    return ended_;
+  }
+
+  void begin() {
+    if (ended())
+      return;
+    arm_deadline();
+    follow(schedule_.start(lease_->deadline()));
+  }
+
+  // Performs a step of the schedule.
+  void follow(const KeepAliveSchedule::Step& step) {
+    if (step.kind == KeepAliveSchedule::Step::Kind::lost) {
+      declare_lost(step.cause);
+      return;
+    }
+    if (step.deadline_moved)
+      arm_deadline();
+    schedule_extend(step.at);
+  }
+
+  void schedule_extend(Clock::time_point at) {
+    tick_.expires_at(at);
+    tick_.async_wait([self = shared_from_this()](std::error_code ec) {
+      if (!ec && !self->ended())
+        self->extend();
+    });
+  }
+
+  void extend() {
+    client_.async_process(ExtendLock<void>(lease_),
+                          [self = shared_from_this()](std::error_code ec, bool held) {
+                            self->on_extended(ec, held);
+                          });
+  }
+
+  void on_extended(std::error_code ec, bool held) {
+    if (ended())
+      return;
+    follow(schedule_.extended(ec, held, Clock::now(), lease_->deadline()));
+  }
+
+  void arm_deadline() {
+    deadline_timer_.expires_at(lease_->deadline());
+    deadline_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
+      if (ec || self->ended())
+        return;
+      if (const auto lost =
+              self->schedule_.deadline_reached(Clock::now(), self->lease_->deadline()))
+        self->follow(*lost);
+      else
+        self->arm_deadline();  // an extension moved it meanwhile
+    });
+  }
+
+  void declare_lost(std::error_code cause) {
+    {
+      std::lock_guard lock(mutex_);
+      if (ended_)
+        return;
+      ended_ = true;
+      lost_ = true;
+      cause_ = cause;
+    }
+    tick_.cancel();
+    deadline_timer_.cancel();
+    // Outside the mutex: the stop callbacks run here and may read lost() and cause().
+    loss_.request_stop();
+  }
+
+  Client& client_;
+  const std::shared_ptr<LeaseState> lease_;
+  KeepAliveSchedule schedule_;  // on the client's executor
+  Timer tick_;
+  Timer deadline_timer_;
+  std::stop_source loss_;
+  mutable std::mutex mutex_;
+  bool ended_ = false;  // stopped or lost: nothing more happens
+  bool lost_ = false;
+  std::error_code cause_;
+};
+
+}  // namespace detail
+
+KeepAlive::KeepAlive(Client& client, std::shared_ptr<detail::LeaseState> lease)
+    : state_(std::make_shared<detail::KeepAliveState>(client, std::move(lease))) {
+  state_->start();
+}
+
+KeepAlive::~KeepAlive() {
+  stop();
+}
+
+KeepAlive& KeepAlive::operator=(KeepAlive&& other) noexcept {
+  if (this != &other) {
+    stop();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+bool KeepAlive::lost() const noexcept {
+  return state_ && state_->lost();
+}
+
+std::error_code KeepAlive::cause() const noexcept {
+  return state_ ? state_->cause() : std::error_code{};
+}
+
+std::stop_token KeepAlive::stop_token() const noexcept {
+  return state_ ? state_->stop_token() : std::stop_token{};
+}
+
+bool KeepAlive::held(Clock::time_point now) const noexcept {
+  return state_ && !state_->lost() && now < state_->deadline();
+}
+
+void KeepAlive::stop() noexcept {
+  if (state_)
+    state_->stop();
+}
+
+}  // namespace leasehold
