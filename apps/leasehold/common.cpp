@@ -43,7 +43,7 @@ Client connect_or_exit(const Globals& globals) {
     client.connect();
     return client;
   } catch (const Error& e) {
-    if (e.code() == errc::invalid_url || e.code() == errc::invalid_argument) {
+    if (e.code() == condition::usage) {
       warn(e.what());
       std::exit(kExitUsage);
     }

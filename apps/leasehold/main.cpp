@@ -65,7 +65,7 @@ int exit_code_of(Subcommand subcommand) {
     cli::warn(e.message);
     return cli::kExitUsage;
   } catch (const leasehold::Error& e) {
-    if (e.code() == leasehold::errc::invalid_argument || e.code() == leasehold::errc::invalid_url) {
+    if (e.code() == leasehold::condition::usage) {
       cli::warn(e.what());
       return cli::kExitUsage;
     }

@@ -92,6 +92,13 @@ class Handle {
     return client_->async_process(std::move(query), std::forward<Token>(token));
   }
 
+  // A failed call leaves its detail in `diagnostics` (see Client::async_process).
+  template <class Q, class Token>
+  requires AllowedBy<Capability, Q>
+  auto async_process(Q query, Diagnostics& diagnostics, Token&& token) {
+    return client_->async_process(std::move(query), diagnostics, std::forward<Token>(token));
+  }
+
  private:
   Client* client_;
 };

@@ -7,6 +7,10 @@
 //   leasehold::Client redis(io.get_executor(), url);             // on your io_context
 //   auto r = co_await redis.async_process(query, asio::use_awaitable);
 //
+// A sync call that fails throws Error, whose what() has the detail (the server's own message, the
+// address...); an async call completes with the error code alone, or also fills a Diagnostics
+// with that detail when given one: async_process(query, diagnostics, token).
+//
 // One pipelined connection carries every call: calls from any number of threads and coroutines are
 // written in order (many per write when they queue up) and matched to replies in order. After a
 // dropped connection it reconnects with backoff; calls in flight then fail with
@@ -116,40 +120,30 @@ class Client {
   template <Query Q,
             asio::completion_token_for<void(std::error_code, typename Q::result_type)> Token>
   auto async_process(Q query, Token&& token) {
-    using T = typename Q::result_type;
-    return asio::async_initiate<Token, void(std::error_code, T)>(
-        // The query is moved straight into the operation (it takes an rvalue where the token
-        // hands one over, as they all do).
-        [this](auto handler, auto&& query) {
-          const Clock::time_point sent = detail::connection_now(*core_);
-          auto work = completion_executor(handler);
-          auto on_outcome = [work = std::move(work),
-                             handler = std::move(handler)](Result<T> result) mutable {
-            const std::error_code ec = result.error();
-            work.complete(std::move(handler), ec, result ? std::move(*result) : T{});
-          };
-          submit(std::make_unique<detail::QueryOperation<Q, decltype(on_outcome)>>(
-              std::forward<decltype(query)>(query), sent, std::move(on_outcome)));
-        },
-        token, std::move(query));
+    return initiate_process(std::move(query), nullptr, std::forward<Token>(token));
+  }
+
+  // The same, and a failed call leaves in `diagnostics` the detail that the sync call's Error
+  // adds to the code: the server's own message for an error reply, the address that could not be
+  // reached, ... (see Diagnostics: it must outlive the call and is not touched until it
+  // completed). With a token that throws (asio::use_awaitable), it is filled before the throw.
+  template <Query Q,
+            asio::completion_token_for<void(std::error_code, typename Q::result_type)> Token>
+  auto async_process(Q query, Diagnostics& diagnostics, Token&& token) {
+    return initiate_process(std::move(query), &diagnostics, std::forward<Token>(token));
   }
 
   // Completion signature: void(std::error_code, std::vector<Result<Q::result_type>>).
   template <Query Q, class Token>
   auto async_process(std::span<const Q> batch, Token&& token) {
-    using Results = std::vector<Result<typename Q::result_type>>;
-    return asio::async_initiate<Token, void(std::error_code, Results)>(
-        [this](auto handler, std::vector<Q> queries) {
-          const Clock::time_point sent = detail::connection_now(*core_);
-          auto work = completion_executor(handler);
-          auto on_outcome = [work = std::move(work), handler = std::move(handler)](
-                                std::error_code ec, std::string, Results results) mutable {
-            work.complete(std::move(handler), ec, std::move(results));
-          };
-          submit(std::make_unique<detail::BatchOperation<Q, decltype(on_outcome)>>(
-              std::move(queries), sent, std::move(on_outcome)));
-        },
-        token, std::vector<Q>(batch.begin(), batch.end()));
+    return initiate_batch(batch, nullptr, std::forward<Token>(token));
+  }
+
+  // The same; when the batch fails as a whole, `diagnostics` gets the detail (each query's own
+  // failure carries its detail in its Result).
+  template <Query Q, class Token>
+  auto async_process(std::span<const Q> batch, Diagnostics& diagnostics, Token&& token) {
+    return initiate_batch(batch, &diagnostics, std::forward<Token>(token));
   }
 
   // Fails every call in progress and every later one with errc::closed. Idempotent, never throws.
@@ -177,6 +171,53 @@ class Client {
   auto completion_executor(const Handler& handler) const {
     using Executor = asio::associated_executor_t<Handler, detail::ConnectionStrand>;
     return detail::CompletionExecutor<Executor>(asio::get_associated_executor(handler, strand()));
+  }
+
+  // An async call, with the diagnostics to fill on failure (or none). The diagnostics is written
+  // on the connection's strand before the handler is handed to its executor.
+  template <Query Q, class Token>
+  auto initiate_process(Q&& query, Diagnostics* diagnostics, Token&& token) {
+    using T = typename Q::result_type;
+    return asio::async_initiate<Token, void(std::error_code, T)>(
+        // The query is moved straight into the operation (it takes an rvalue where the token
+        // hands one over, as they all do).
+        [this, diagnostics](auto handler, auto&& query) {
+          if (diagnostics != nullptr)
+            diagnostics->clear();
+          const Clock::time_point sent = detail::connection_now(*core_);
+          auto work = completion_executor(handler);
+          auto on_outcome = [work = std::move(work), handler = std::move(handler),
+                             diagnostics](Result<T> result) mutable {
+            const std::error_code ec = result.error();
+            if (diagnostics != nullptr && !result)
+              diagnostics->set_message(result.detail());
+            work.complete(std::move(handler), ec, result ? std::move(*result) : T{});
+          };
+          submit(std::make_unique<detail::QueryOperation<Q, decltype(on_outcome)>>(
+              std::forward<decltype(query)>(query), sent, std::move(on_outcome)));
+        },
+        token, std::move(query));
+  }
+
+  template <Query Q, class Token>
+  auto initiate_batch(std::span<const Q> batch, Diagnostics* diagnostics, Token&& token) {
+    using Results = std::vector<Result<typename Q::result_type>>;
+    return asio::async_initiate<Token, void(std::error_code, Results)>(
+        [this, diagnostics](auto handler, std::vector<Q> queries) {
+          if (diagnostics != nullptr)
+            diagnostics->clear();
+          const Clock::time_point sent = detail::connection_now(*core_);
+          auto work = completion_executor(handler);
+          auto on_outcome = [work = std::move(work), handler = std::move(handler), diagnostics](
+                                std::error_code ec, std::string detail, Results results) mutable {
+            if (diagnostics != nullptr && ec)
+              diagnostics->set_message(std::move(detail));
+            work.complete(std::move(handler), ec, std::move(results));
+          };
+          submit(std::make_unique<detail::BatchOperation<Q, decltype(on_outcome)>>(
+              std::move(queries), sent, std::move(on_outcome)));
+        },
+        token, std::vector<Q>(batch.begin(), batch.end()));
   }
 
   template <Query Q>

@@ -2,8 +2,9 @@
 //
 // Outcomes such as "busy" or "lease lost" are values, never errors. Errors are failures to reach
 // Redis, to be understood by it, or to use the library correctly. The async API reports them as
-// std::error_code in leasehold's own category; the sync API throws leasehold::Error (a
-// std::system_error) whose what() adds the details (the server's own message, the URL, ...).
+// std::error_code in leasehold's own category, and the details in a Diagnostics for a caller who
+// passes one; the sync API throws leasehold::Error (a std::system_error) whose what() adds the
+// details (the server's own message, the URL, ...).
 //
 // `errc` says exactly what failed; `condition` says what kind of failure it is, for code that
 // decides what to do next (give up, try again later, clean up) without listing codes:
@@ -12,6 +13,7 @@
 
 #include <string>
 #include <system_error>
+#include <utility>
 
 namespace leasehold {
 
@@ -92,6 +94,30 @@ class Error : public std::system_error {
  public:
   Error(std::error_code code, const std::string& detail) : std::system_error(code, detail) {}
   explicit Error(std::error_code code) : std::system_error(code) {}
+};
+
+// What an async call's failure says beyond its code: the detail that the sync API's Error adds to
+// what() (the server's own message for an error reply, the address that could not be reached,
+// "the client was closed", ...). Hand one to an async call that takes it; the call clears it when
+// it starts and, if it fails, fills it before its handler runs. It must outlive the call, and is
+// neither read nor handed to another call until the handler ran. throw_if(ec, d.message()) throws
+// what the sync call would have thrown.
+//
+//   leasehold::Diagnostics diagnostics;
+//   std::error_code ec;
+//   auto reply = co_await redis.async_process(query, diagnostics,
+//                                             asio::redirect_error(asio::use_awaitable, ec));
+//   if (ec) log(ec.message() + " (" + diagnostics.message() + ")");
+class Diagnostics {
+ public:
+  // The detail of the failure; empty after a success, or when the code says everything.
+  const std::string& message() const noexcept { return message_; }
+  void clear() noexcept { message_.clear(); }
+  // The library records the detail of a failed call here.
+  void set_message(std::string message) noexcept { message_ = std::move(message); }
+
+ private:
+  std::string message_;
 };
 
 // Throws Error(code, detail) unless code is empty; detail may be empty.

@@ -66,20 +66,17 @@ inline constexpr std::chrono::milliseconds kMaxTtl = std::chrono::hours(24 * 365
 
 namespace detail {
 
-// Which kind of lease a state belongs to: it picks the release and extend scripts.
-enum class LeaseKind : std::uint8_t {
-  lock,   // Lock<N>: `key` is the lock's string key
-  write,  // RwLock<N> writer: `key` is the writer key, `readers_key` the readers' sorted set
-  read,   // RwLock<N> reader: the same two keys; this lease is one member of the sorted set
-};
+// How a lease is released and extended: the primitive whose acquire grants the lease defines its
+// kind (see lock.hpp).
+struct LeaseKind;
 
 // The state of one held lease, shared by its token and by the queries that extend it (an extend
 // in flight may complete after the token moved). The deadline only moves forward.
 struct LeaseState {
   LeaseState(std::string key, LeaseId id, std::chrono::milliseconds ttl, Clock::time_point deadline,
-             LeaseKind kind = LeaseKind::lock, std::string readers_key = {})
+             const LeaseKind* kind = nullptr, std::string second_key = {})
       : key(std::move(key)),
-        readers_key(std::move(readers_key)),
+        second_key(std::move(second_key)),
         kind(kind),
         id(id),
         ttl(ttl),
@@ -100,8 +97,8 @@ struct LeaseState {
   std::string_view id_hex() const noexcept { return {id_digits.begin(), id_digits.end()}; }
 
   const std::string key;
-  const std::string readers_key;
-  const LeaseKind kind;
+  const std::string second_key;  // a second key its kind's scripts take, or empty
+  const LeaseKind* const kind;   // nullptr: a key that holds the lease's id (a Lock's lease)
   const LeaseId id;
   const LeaseId::HexDigits id_digits = id.hex_digits();
   const std::chrono::milliseconds ttl;

@@ -19,7 +19,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <type_traits>
 
 #include "leasehold/lease.hpp"
 #include "leasehold/query.hpp"
@@ -112,6 +111,19 @@ const Script& lock_release_script();
 const Script& lock_extend_script();
 const Script& lock_try_fenced_script();
 
+// A kind of lease: the scripts that release and extend it. Both are called with the lease's keys
+// (its key, then its second key if it has one) and ARGV[1] its id; extend also with ARGV[2] the
+// TTL in ms. Both answer 1 (released; restarted for another TTL) or 0 (this id holds no lease
+// there). Each primitive defines the kinds its acquires grant and hands one to the lease state;
+// tokens, their release() and extend() and the heartbeat use it without knowing the primitive.
+struct LeaseKind {
+  const Script& (*release)();
+  const Script& (*extend)();
+};
+
+// A Lock's lease: a key that holds the lease's id. A lease state without a kind is one.
+inline constexpr LeaseKind kLockLease{lock_release_script, lock_extend_script};
+
 // A fenced acquire's reply: the fencing number (>= 1) if this id holds the lease, 0 if another
 // does.
 inline bool fence_of(const Reply& reply, std::uint64_t& fence) {
@@ -129,26 +141,22 @@ Result<T> granted_too_late() {
                    "the lease was granted after its deadline (the reply came too late); it is "
                    "being released");
 }
-const Script& rw_write_release_script();
-const Script& rw_write_extend_script();
-const Script& rw_read_release_script();
-const Script& rw_read_extend_script();
 
-// The release or extend call of a lease of any kind; `ttl` empty for a release.
+// The release (extend: false) or extend call of a lease, by its kind's scripts.
 Request lease_request(const LeaseState& state, bool extend);
 
 }  // namespace detail
 
-struct HolderSide;  // a Lock's holder, or an RwLock's writer
-struct ReaderSide;  // one of an RwLock's readers
+// A token's Side says which part of a primitive its lease holds, and names the token type when it
+// is printed. A primitive with parts of its own (a shared lease, say) defines its own Side.
+struct HolderSide {  // the sole holder of a name
+  static constexpr std::string_view token_name = "LockToken";
+};
 template <class L, class Side>
 class BasicToken;
-// The token of a Lock's holder or an RwLock's writer.
+// The token of a name's sole holder.
 template <class L>
 using LockToken = BasicToken<L, HolderSide>;
-// The token of one RwLock reader.
-template <class L>
-using ReadToken = BasicToken<L, ReaderSide>;
 template <class L>
 class TryLock;
 template <class L>
@@ -276,8 +284,7 @@ class BasicToken {
     return a.state_->id == b.state_->id && a.state_->key == b.state_->key;
   }
   friend std::ostream& operator<<(std::ostream& out, const BasicToken& token) {
-    return out << (std::is_same_v<Side, ReaderSide> ? "ReadToken(" : "LockToken(") << token.key()
-               << ", " << token.id() << ")";
+    return out << Side::token_name << '(' << token.key() << ", " << token.id() << ")";
   }
 
   // For the layers above (keep-alives): the shared lease state.
@@ -368,7 +375,7 @@ class TryLock {
       return detail::granted_too_late<result_type>();
     // The key is copied (const Self) or moved (an rvalue Self) into the lease state.
     auto state = std::make_shared<detail::LeaseState>(std::forward<Self>(self).key_, self.id_,
-                                                      self.ttl_, deadline);
+                                                      self.ttl_, deadline, &detail::kLockLease);
     state->fence = fence;
     return result_type{detail::TokenAccess::make<LockToken<L>>(std::move(state))};
   }
@@ -380,8 +387,8 @@ class TryLock {
   LeaseId::HexDigits id_digits_;  // the id as sent and compared, computed once
 };
 
-// release script: KEYS[1] lock key, ARGV[1] id -> 1 deleted, 0 not held by this id.
-// Not retry-safe: a second run after a lost reply would answer 0 for a lock it did release.
+// The lease kind's release script -> 1 released, 0 not held by this id (see detail::LeaseKind).
+// Not retry-safe: a second run after a lost reply would answer 0 for a lease it did release.
 template <class L>
 class ReleaseLock {
  public:
@@ -404,8 +411,8 @@ class ReleaseLock {
   std::shared_ptr<detail::LeaseState> state_;
 };
 
-// extend script: KEYS[1] lock key, ARGV[1] id, ARGV[2] ttl ms -> 1 restarted, 0 not held by this
-// id (an expired key stays gone). Retry-safe: running it twice restarts the TTL twice.
+// The lease kind's extend script -> 1 restarted, 0 not held by this id (an ended lease stays
+// gone). Retry-safe: running it twice restarts the TTL twice.
 template <class L>
 class ExtendLock {
  public:

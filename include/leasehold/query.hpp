@@ -104,9 +104,9 @@ concept HasUnknownOutcomeCleanup = requires(const Q& q) {
   { q.on_unknown_outcome() } -> std::same_as<std::optional<Request>>;
 };
 
-// True for the errors after which a sent call may or may not have run.
+// True for the errors after which a sent call may or may not have run (condition::outcome_unknown).
 inline bool outcome_unknown(std::error_code ec) noexcept {
-  return ec == errc::command_timeout || ec == errc::connection_lost;
+  return ec == condition::outcome_unknown;
 }
 
 // Any command, answered with its raw reply; an error reply is an error.

@@ -23,10 +23,28 @@ class TryRead;
 template <class L>
 class TryWrite;
 
+// One of a name's readers; an RwLock's writer is its name's sole holder (HolderSide).
+struct ReaderSide {
+  static constexpr std::string_view token_name = "ReadToken";
+};
+// The token of one RwLock reader (a writer's is a LockToken).
+template <class L>
+using ReadToken = BasicToken<L, ReaderSide>;
+
 namespace detail {
 
 const Script& rw_try_read_script();
 const Script& rw_try_write_script();
+const Script& rw_write_release_script();
+const Script& rw_write_extend_script();
+const Script& rw_read_release_script();
+const Script& rw_read_extend_script();
+
+// The two kinds of lease an RwLock grants. Both have the writer key as their key and the readers'
+// sorted set as their second key: a writer's lease is the writer key holding its id, a reader's
+// is its id's member of the sorted set.
+inline constexpr LeaseKind kRwWriterLease{rw_write_release_script, rw_write_extend_script};
+inline constexpr LeaseKind kRwReaderLease{rw_read_release_script, rw_read_extend_script};
 
 }  // namespace detail
 
@@ -112,13 +130,13 @@ class RwAcquire {
   using result_type = std::optional<Token>;
 
   RwAcquire(std::string writer_key, std::string readers_key, std::string intent_key,
-            std::chrono::milliseconds ttl, LeaseKind kind, std::string fence_key = {})
+            std::chrono::milliseconds ttl, const LeaseKind& kind, std::string fence_key = {})
       : writer_key_(std::move(writer_key)),
         readers_key_(std::move(readers_key)),
         intent_key_(std::move(intent_key)),
         fence_key_(std::move(fence_key)),
         ttl_(ttl),
-        kind_(kind),
+        kind_(&kind),
         id_(LeaseId::generate()) {}
 
   const LeaseId& id() const noexcept { return id_; }
@@ -165,7 +183,7 @@ class RwAcquire {
   std::string intent_key_;
   std::string fence_key_;  // a fenced writer's counter; empty otherwise
   std::chrono::milliseconds ttl_;
-  LeaseKind kind_;
+  const LeaseKind* kind_;
   LeaseId id_;
 };
 
@@ -182,7 +200,7 @@ class TryRead : public detail::RwAcquire<ReadToken<L>> {
   TryRead(std::string writer_key, std::string readers_key, std::string intent_key,
           std::chrono::milliseconds ttl)
       : detail::RwAcquire<ReadToken<L>>(std::move(writer_key), std::move(readers_key),
-                                        std::move(intent_key), ttl, detail::LeaseKind::read) {}
+                                        std::move(intent_key), ttl, detail::kRwReaderLease) {}
 
   Request request() const { return this->script_request(detail::rw_try_read_script(), {}); }
 };
@@ -198,7 +216,7 @@ class TryWrite : public detail::RwAcquire<LockToken<L>> {
            std::chrono::milliseconds ttl, std::chrono::milliseconds intent_ttl,
            std::string fence_key = {})
       : detail::RwAcquire<LockToken<L>>(std::move(writer_key), std::move(readers_key),
-                                        std::move(intent_key), ttl, detail::LeaseKind::write,
+                                        std::move(intent_key), ttl, detail::kRwWriterLease,
                                         std::move(fence_key)),
         intent_ttl_(std::to_string(intent_ttl.count())) {}
 

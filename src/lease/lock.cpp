@@ -36,31 +36,15 @@ const Script& lock_try_fenced_script() {
   return script;
 }
 
-namespace {
-
-Request lease_script_request(const LeaseState& state, bool extend) {
+Request lease_request(const LeaseState& state, bool extend) {
+  const LeaseKind& kind = state.kind != nullptr ? *state.kind : kLockLease;
   const DecimalDigits ttl(extend ? state.ttl.count() : 0);  // a release sends no TTL
   const std::string_view args[] = {state.id_hex(), ttl.view()};
-  const std::span<const std::string_view> id_only(args, 1);
-  const std::span<const std::string_view> id_and_ttl(args, 2);
-  if (state.kind == LeaseKind::lock) {
-    const std::string_view keys[] = {state.key};
-    return extend ? Request::script(lock_extend_script(), keys, id_and_ttl)
-                  : Request::script(lock_release_script(), keys, id_only);
-  }
-  const std::string_view keys[] = {state.key, state.readers_key};
-  if (state.kind == LeaseKind::write) {
-    return extend ? Request::script(rw_write_extend_script(), keys, id_and_ttl)
-                  : Request::script(rw_write_release_script(), keys, id_only);
-  }
-  return extend ? Request::script(rw_read_extend_script(), keys, id_and_ttl)
-                : Request::script(rw_read_release_script(), keys, id_only);
-}
-
-}  // namespace
-
-Request lease_request(const LeaseState& state, bool extend) {
-  return lease_script_request(state, extend).grants_lease(extend);
+  const std::string_view keys[] = {state.key, state.second_key};
+  const std::span<const std::string_view> used_keys(keys, state.second_key.empty() ? 1 : 2);
+  if (extend)
+    return Request::script(kind.extend(), used_keys, args).grants_lease();
+  return Request::script(kind.release(), used_keys, std::span(args, 1));
 }
 
 }  // namespace leasehold::detail

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <sstream>
 
 #include "leasehold/rwlock.hpp"
 #include "leasehold/slot.hpp"
@@ -103,6 +104,41 @@ TEST(RwLockQueries, ParseGrantsAndRefusals) {
   auto refused = read.parse(Reply::make_integer(0), Timing{sent, sent + 1ms});
   EXPECT_FALSE(refused->has_value());
   EXPECT_EQ(read.parse(Reply::make_nil(), Timing{sent, sent}).error(), errc::unexpected_reply);
+}
+
+// The acquire hands each token its kind of lease: a reader's release and extend run the reader
+// scripts on both keys, a writer's the writer scripts, a Lock's the lock scripts on its one key.
+TEST(RwLockTokens, ReleaseAndExtendByTheScriptsOfTheirAcquire) {
+  constexpr Lock<std::string> kInvoices{"invoice", 10s};
+  const Clock::time_point sent{Clock::duration(1'000'000'000)};
+  const Timing timing{sent, sent + 1ms};
+  auto read = kCatalog.try_read("books").parse(Reply::make_integer(1), timing);
+  auto write = kCatalog.try_write("books").parse(Reply::make_integer(1), timing);
+  auto lock = kInvoices.try_lock("7").parse(Reply::make_nil(), timing);
+  ASSERT_TRUE(read->has_value() && write->has_value() && lock->has_value());
+  const ReadToken<RwLock<std::string>>& reader = **read;
+  const LockToken<RwLock<std::string>>& writer = **write;
+  const LockToken<Lock<std::string>>& holder = **lock;
+  const auto uses = [](const Request& request, const Script& script) {
+    return request.bytes().find(script.sha1()) != std::string_view::npos;
+  };
+  EXPECT_TRUE(uses(reader.release().request(), detail::rw_read_release_script()));
+  EXPECT_TRUE(uses(reader.extend().request(), detail::rw_read_extend_script()));
+  EXPECT_TRUE(uses(writer.release().request(), detail::rw_write_release_script()));
+  EXPECT_TRUE(uses(writer.extend().request(), detail::rw_write_extend_script()));
+  EXPECT_TRUE(uses(holder.release().request(), detail::lock_release_script()));
+  EXPECT_TRUE(uses(holder.extend().request(), detail::lock_extend_script()));
+  // Both of an RwLock's keys (one slot); a Lock's one key.
+  const std::string readers_key = kCatalog.readers_key("books");
+  EXPECT_NE(reader.release().request().bytes().find(readers_key), std::string_view::npos);
+  EXPECT_NE(writer.extend().request().bytes().find(readers_key), std::string_view::npos);
+  EXPECT_NE(holder.release().request().bytes().find("$1\r\n1\r\n"), std::string_view::npos);
+  EXPECT_TRUE(writer.extend().request().is_lease_grant());
+  EXPECT_FALSE(reader.release().request().is_lease_grant());
+  std::ostringstream printed;
+  printed << reader << ' ' << writer;
+  EXPECT_EQ(printed.str().rfind("ReadToken(", 0), 0u) << printed.str();
+  EXPECT_NE(printed.str().find(" LockToken("), std::string::npos) << printed.str();
 }
 
 TEST(RwLockValidation, WriterPreferenceNeedsAValidIntentTtl) {
