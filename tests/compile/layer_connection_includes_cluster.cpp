@@ -2,4 +2,6 @@
 #include "cluster_core.hpp"
 #include "pipeline.hpp"
 
-int main() { return 0; }
+int main() {
+  return 0;
+}

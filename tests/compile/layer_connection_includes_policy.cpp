@@ -2,4 +2,6 @@
 #include "leasehold/with_lock.hpp"
 #include "pipeline.hpp"
 
-int main() { return 0; }
+int main() {
+  return 0;
+}

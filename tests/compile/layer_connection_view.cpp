@@ -6,4 +6,6 @@
 #include "pipeline.hpp"
 #include "transport.hpp"
 
-int main() { return 0; }
+int main() {
+  return 0;
+}
