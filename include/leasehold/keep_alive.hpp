@@ -33,7 +33,7 @@ class Client;
 class LeaseGuard;
 
 namespace detail {
-class KeepAliveState;  // src/keep_alive.cpp
+class KeepAliveState;  // src/lease/keep_alive.cpp
 }
 
 class KeepAlive {

@@ -30,7 +30,7 @@ class Client;
 class Locker;
 
 namespace detail {
-struct GuardState;  // src/lease_guard.cpp
+struct GuardState;  // src/policy/lease_guard.cpp
 }
 
 class LeaseGuard {

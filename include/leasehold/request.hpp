@@ -16,7 +16,7 @@
 namespace leasehold {
 
 namespace codec {
-struct FormattedCommand;  // src/codec.hpp
+struct FormattedCommand;  // src/protocol/codec.hpp
 }
 
 // A Lua script, identified by the SHA-1 of its body as Redis computes it for EVALSHA.
