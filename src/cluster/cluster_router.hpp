@@ -35,10 +35,6 @@ inline constexpr int kMaxRedirections = 16;
 inline constexpr std::chrono::milliseconds kTryAgainDelay{25};
 inline constexpr std::chrono::milliseconds kClusterDownDelay{100};
 
-// The error with which a node's connection hands back, when the node left the cluster, the
-// calls it never sent and the retry-safe ones in flight (transport.hpp; made by the connection).
-std::error_code route_again_error() noexcept;
-
 using ClusterFailure = Failure;
 
 // What one node's answer to one routed request means.

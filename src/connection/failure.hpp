@@ -16,4 +16,8 @@ struct Failure {
   explicit operator bool() const noexcept { return static_cast<bool>(error); }
 };
 
+// The error with which a retired connection hands back the calls it never sent, and those in
+// flight that are retry-safe: a cluster routes them again. It never reaches a caller.
+std::error_code route_again_error() noexcept;
+
 }  // namespace leasehold::detail

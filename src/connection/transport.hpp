@@ -97,10 +97,6 @@ class TransportBase : public Transport, public std::enable_shared_from_this<Tran
   Failure fatal_;
 };
 
-// The error with which a retired connection hands back the calls it never sent, and those in
-// flight that are retry-safe: a cluster routes them again. It never reaches a caller.
-std::error_code route_again_error() noexcept;
-
 // Completes `operation` with `error` through the transport's strand queue, never from within the
 // caller's own call: a caller that calls again on failure must not recurse.
 void complete_later(std::shared_ptr<Transport> transport, std::unique_ptr<Operation> operation,
