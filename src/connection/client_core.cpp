@@ -65,9 +65,8 @@ std::unique_ptr<Operation> ClientCore::prepare(std::unique_ptr<Operation> operat
 
 void ClientCore::accept(std::unique_ptr<Operation> operation) {
   const bool idle = pipeline_.idle();
-  if (operation->deadline < expiry_timer_.expiry())
-    expiry_timer_.expires_at(operation->deadline);
   pipeline_.push(std::move(operation));
+  arm_expiry();
   if (delivering_)
     return;  // the read loop sends it with the other calls its replies caused
   if (idle)
@@ -406,8 +405,7 @@ bool ClientCore::handle_read(std::size_t size, Failure& failure) {
   }
   delivering_ = false;
   send_waiting();
-  if (pipeline_.wake_at() < expiry_timer_.expiry())
-    expiry_timer_.expires_at(pipeline_.wake_at());  // a script call re-sent as EVAL
+  arm_expiry();  // a script call re-sent as EVAL
   return true;
 }
 
@@ -465,6 +463,11 @@ void ClientCore::on_time() {
     socket_.close(ignored);
   }
   if (pipeline_.wake_at() != expiry_timer_.expiry())
+    expiry_timer_.expires_at(pipeline_.wake_at());
+}
+
+void ClientCore::arm_expiry() {
+  if (pipeline_.wake_at() < expiry_timer_.expiry())
     expiry_timer_.expires_at(pipeline_.wake_at());
 }
 

@@ -109,6 +109,8 @@ class ClientCore final : public TransportBase, private PipelineSink {
   void send_waiting();
   void wake_writer();
   void on_time();
+  // Moves the expiry timer earlier when the pipeline wants to be woken before it fires.
+  void arm_expiry();
   void fail_everything(const Failure& failure);
   std::chrono::milliseconds next_backoff(std::chrono::milliseconds current);
 
