@@ -13,6 +13,7 @@
 // with_lock, Mutex and `leasehold run` hold their leases with it.
 #pragma once
 
+#include <asio/awaitable.hpp>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -80,8 +81,13 @@ class LeaseGuard {
   // own I/O thread it does not wait. A failed release is not reported: the key expires with its
   // TTL. Idempotent; never throws.
   void release() noexcept;
-  // The same, but never waits for the reply: for coroutines and handlers.
+  // The same, but never waits for the reply: for handlers.
   void send_release() noexcept;
+  // The same, for a coroutine: completes when the reply came (or the release failed), so that
+  // the key is free when it returns. The holding ends at the call. Cancelling the coroutine
+  // does not stop a release sent; one cancelled before it was sent throws operation_aborted at
+  // once, and the release is sent without waiting.
+  asio::awaitable<void> async_release();
 
  private:
   LeaseGuard(Client& client, std::shared_ptr<detail::LeaseState> lease);

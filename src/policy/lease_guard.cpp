@@ -1,5 +1,8 @@
 #include "leasehold/lease_guard.hpp"
 
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/use_awaitable.hpp>
 #include <atomic>
 
 #include "leasehold/client.hpp"
@@ -41,6 +44,34 @@ void send_release_of(Client& client, const std::shared_ptr<detail::LeaseState>& 
   } catch (...) {
     // Not reported: the key expires with its TTL.
   }
+}
+
+// A release to send, sent by the destructor unless it was awaited.
+struct PendingRelease {
+  PendingRelease(Client* client, std::shared_ptr<detail::LeaseState> lease)
+      : client(client), lease(std::move(lease)) {}
+  PendingRelease(PendingRelease&& other) noexcept
+      : client(other.client), lease(std::move(other.lease)) {}
+  PendingRelease& operator=(PendingRelease&&) = delete;
+  ~PendingRelease() {
+    if (lease)
+      send_release_of(*client, lease);
+  }
+  Client* client;
+  std::shared_ptr<detail::LeaseState> lease;
+};
+
+asio::awaitable<void> await_release(PendingRelease pending) {
+  if (!pending.lease)
+    co_return;
+  std::error_code ignored;  // a failed release is not reported: the key expires with its TTL
+  // Not cancellable: once sent, the release is waited for.
+  co_await pending.client->async_process(
+      ReleaseLock<void>(pending.lease),
+      asio::bind_cancellation_slot(asio::cancellation_slot(),
+                                   asio::redirect_error(asio::use_awaitable, ignored)));
+  pending.lease
+      .reset();  // sent and answered (a throw before it was sent leaves it to the destructor)
 }
 
 }  // namespace
@@ -163,6 +194,12 @@ void LeaseGuard::release() noexcept {
 void LeaseGuard::send_release() noexcept {
   if (const std::shared_ptr<detail::LeaseState> lease = end_holding())
     send_release_of(*client_, lease);
+}
+
+asio::awaitable<void> LeaseGuard::async_release() {
+  // Ended here, at the call: a coroutine cancelled already throws at the co_await, before the
+  // awaitable below starts, and the release must go out all the same.
+  return await_release(PendingRelease{client_, end_holding()});
 }
 
 }  // namespace leasehold

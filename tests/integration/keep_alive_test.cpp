@@ -3,12 +3,16 @@
 // a loss, and a guard releases its lease or leaves it to the Locker that revoked it.
 #include <gtest/gtest.h>
 
+#include <asio/co_spawn.hpp>
+#include <asio/io_context.hpp>
 #include <atomic>
+#include <optional>
 #include <stop_token>
 
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
+#include "rethrow.hpp"
 #include "shared_server.hpp"
 
 namespace leasehold {
@@ -171,6 +175,51 @@ TEST_F(KeepAliveTest, ALeaseGuardReleasesAtTheEndAndKeepsTheLeaseUntilThen) {
     EXPECT_EQ(server_->command({"GET", locks_.key(name_)}).str, id);
   }  // released here, without waiting for the TTL
   EXPECT_EQ(server_->command({"EXISTS", locks_.key(name_)}).integer, 0);
+}
+
+TEST_F(KeepAliveTest, AsyncReleaseReturnsWithTheKeyFreeAndACancelledCoroutineStillReleases) {
+  Client redis(server_->unix_url());
+  asio::io_context io;  // the caller's: the client has its own thread
+  std::optional<long long> exists_after;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto token = co_await redis.async_process(locks_.try_lock(name_), asio::use_awaitable);
+        EXPECT_TRUE(token);
+        LeaseGuard guard(redis, std::move(*token));
+        co_await guard.async_release();
+        // Read on another connection: the key is free the moment the release returns.
+        exists_after = server_->command({"EXISTS", locks_.key(name_)}).integer;
+        EXPECT_FALSE(guard);
+        co_await guard.async_release();  // nothing is left to release
+      },
+      testing::rethrow_failure);
+  io.run_for(10s);
+  ASSERT_TRUE(io.stopped());
+  EXPECT_EQ(exists_after, 0);
+
+  // A coroutine whose caller gave up before the release: the release goes out all the same.
+  io.restart();
+  auto token = redis.process(locks_.try_lock(name_));
+  ASSERT_TRUE(token);
+  LeaseGuard guard(redis, std::move(*token));
+  asio::cancellation_signal give_up;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        give_up.emit(asio::cancellation_type::terminal);
+        co_await guard.async_release();
+      },
+      asio::bind_cancellation_slot(give_up.slot(), [](std::exception_ptr) {}));
+  io.run_for(10s);
+  ASSERT_TRUE(io.stopped());
+  EXPECT_FALSE(guard);
+  EXPECT_TRUE(eventually(
+      [&] {
+        return server_->command({"EXISTS", locks_.key(name_)}).integer == 0;
+      },
+      2s))
+      << "a cancelled coroutine's release was never sent";
 }
 
 TEST_F(KeepAliveTest, ALockerShutdownRevokesAGuardAndReleasesItsLease) {

@@ -82,6 +82,7 @@ struct RaceState {
   BasicTimer<RaceStrand> wake;  // cancelled at each event
   asio::cancellation_signal cancel_work;
   bool stopped = false;
+  bool caller_left = false;  // the race ended before the work settled: no one reads its outcome
   RaceOutcome<R> outcome;
   std::optional<std::stop_callback<WakeAtStop<R>>> on_stop;
 };
@@ -109,7 +110,8 @@ asio::awaitable<RaceOutcome<R>, RaceStrand> wait_for_race(std::shared_ptr<RaceSt
     std::error_code ignored;
     co_await race->wake.async_wait(asio::redirect_error(use, ignored));
     race->wake.expires_at(Clock::time_point::max());
-    if (caller_gave_up)
+    // Work that settled as the caller gave up is the outcome: its lease is released by the caller.
+    if (caller_gave_up || race->outcome.settled)
       continue;
     const asio::cancellation_state caller = co_await asio::this_coro::cancellation_state;
     if (caller.cancelled() != asio::cancellation_type::none) {
@@ -120,6 +122,7 @@ asio::awaitable<RaceOutcome<R>, RaceStrand> wait_for_race(std::shared_ptr<RaceSt
         break;
     }
   }
+  race->caller_left = caller_gave_up || !race->outcome.settled;
   if (caller_gave_up)
     throw std::system_error(asio::error::operation_aborted);
   co_return std::move(race->outcome);
@@ -138,8 +141,9 @@ struct OnRaceStrand {
 };
 
 // Runs `work` on a new strand of the caller's executor until it settles or `stop` is requested,
-// whichever comes first; `at_stop` says what becomes of the work then. `on_settle()` runs on that
-// strand the moment the work settles, whether or not anyone still waits for it. A caller that
+// whichever comes first; `at_stop` says what becomes of the work then. `on_settle(awaited)` runs
+// on that strand the moment the work settles, whether or not anyone still waits for it; `awaited`
+// says whether the caller will read this settling as the race's outcome. A caller that
 // cancels (terminal) cancels the work; the race then ends with operation_aborted (with
 // wait_for_work, once the work has settled). `work_executor(strand)` gives the executor the work
 // is spawned on: that strand, or one that runs everything on it and carries more (the call chain
@@ -158,7 +162,7 @@ asio::awaitable<RaceOutcome<R>> race_against_stop(std::stop_token stop, asio::aw
           asio::bind_executor(strand, [race, on_settle = std::move(on_settle)](
                                           std::exception_ptr error, auto... result) mutable {
             race->outcome.settled_at = Clock::now();
-            on_settle();
+            on_settle(!race->caller_left);
             race->outcome.thrown = error;
             if constexpr (sizeof...(result) == 0)
               race->outcome.value.emplace();

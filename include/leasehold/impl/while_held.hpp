@@ -60,7 +60,7 @@ asio::awaitable<Held<R>> async_while_held(Client& client, const BasicToken<L, Si
   auto loss = std::make_shared<detail::LossAtSettle>();
   // Named, not written inside the co_await: GCC 12 destroys the captures of a lambda written
   // there twice (GCC bug 101976).
-  auto settle = [loss, keep_alive = &keep_alive] {
+  auto settle = [loss, keep_alive = &keep_alive](bool /*awaited*/) {
     *loss = detail::loss_at_settle(*keep_alive, Clock::now());
   };
   detail::RaceOutcome<R> outcome = co_await detail::race_against_stop(

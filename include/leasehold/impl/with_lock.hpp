@@ -81,11 +81,13 @@ struct AsyncLockCall {
   AsyncLockCall(Locker& locker, LockToken<WithLockTag> token)
       : guard(locker, std::move(token)), clear_at_stop(guard.stop_token(), ClearHeld{held}) {}
 
-  // Settled: stop vouching, judge, and release at once, whether or not anyone still waits.
-  void settle() noexcept {
+  // Settled: stop vouching and judge. A caller that awaits this settling releases the lease and
+  // waits for the reply; with no one left to wait, the release is sent at once.
+  void settle(bool awaited) noexcept {
     *held = false;
     at_settle = lock_ending(guard, Clock::now());
-    guard.send_release();
+    if (!awaited)
+      guard.send_release();
   }
 
   LeaseGuard guard;
@@ -165,7 +167,7 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
   };
   // Named, not written inside the co_await: GCC 12 destroys the captures of a lambda written
   // there twice (GCC bug 101976).
-  auto settle = [call] { call->settle(); };
+  auto settle = [call](bool awaited) { call->settle(awaited); };
   auto owner = std::make_shared<asio::cancellation_slot>();
   detail::OnCallChainStrand on_chain{inner, owner};
   asio::awaitable<R> work =
@@ -173,6 +175,8 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
   detail::RaceOutcome<R> outcome = co_await detail::race_against_stop(
       call->guard.stop_token(), std::move(work), std::move(settle), detail::AtStop::leave_work,
       std::move(on_chain));
+  if (outcome.settled)
+    co_await call->guard.async_release();  // the key is free when this call returns
   // A callback that settled after the loss (or the shutdown) was reported, or after the lease's
   // deadline, did not end under the lock. Reentrant calls in the callback took no lease of their
   // own: they are judged here, by this call's lease.
