@@ -173,6 +173,16 @@ class Client {
     return detail::CompletionExecutor<Executor>(asio::get_associated_executor(handler, strand()));
   }
 
+  // A handler's cancellation slot, when connected, cancels its call: the slot's handler names the
+  // operation by an id and asks the transport, on its strand, to end it.
+  template <class Slot>
+  void cancel_through(Slot& slot, detail::Operation& operation) {
+    if (!slot.is_connected())
+      return;
+    operation.id = detail::new_operation_id();
+    slot.template emplace<detail::CancelOperation>(core_, operation.id);
+  }
+
   // An async call, with the diagnostics to fill on failure (or none). The diagnostics is written
   // on the connection's strand before the handler is handed to its executor.
   template <Query Q, class Token>
@@ -185,6 +195,7 @@ class Client {
           if (diagnostics != nullptr)
             diagnostics->clear();
           const Clock::time_point sent = detail::connection_now(*core_);
+          auto slot = asio::get_associated_cancellation_slot(handler);
           auto work = completion_executor(handler);
           auto on_outcome = [work = std::move(work), handler = std::move(handler),
                              diagnostics](Result<T> result) mutable {
@@ -193,8 +204,10 @@ class Client {
               diagnostics->set_message(result.detail());
             work.complete(std::move(handler), ec, result ? std::move(*result) : T{});
           };
-          submit(std::make_unique<detail::QueryOperation<Q, decltype(on_outcome)>>(
-              std::forward<decltype(query)>(query), sent, std::move(on_outcome)));
+          auto operation = std::make_unique<detail::QueryOperation<Q, decltype(on_outcome)>>(
+              std::forward<decltype(query)>(query), sent, std::move(on_outcome));
+          cancel_through(slot, *operation);
+          submit(std::move(operation));
         },
         token, std::move(query));
   }
@@ -207,6 +220,7 @@ class Client {
           if (diagnostics != nullptr)
             diagnostics->clear();
           const Clock::time_point sent = detail::connection_now(*core_);
+          auto slot = asio::get_associated_cancellation_slot(handler);
           auto work = completion_executor(handler);
           auto on_outcome = [work = std::move(work), handler = std::move(handler), diagnostics](
                                 std::error_code ec, std::string detail, Results results) mutable {
@@ -214,8 +228,10 @@ class Client {
               diagnostics->set_message(std::move(detail));
             work.complete(std::move(handler), ec, std::move(results));
           };
-          submit(std::make_unique<detail::BatchOperation<Q, decltype(on_outcome)>>(
-              std::move(queries), sent, std::move(on_outcome)));
+          auto operation = std::make_unique<detail::BatchOperation<Q, decltype(on_outcome)>>(
+              std::move(queries), sent, std::move(on_outcome));
+          cancel_through(slot, *operation);
+          submit(std::move(operation));
         },
         token, std::vector<Q>(batch.begin(), batch.end()));
   }

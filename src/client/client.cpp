@@ -2,6 +2,7 @@
 
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
+#include <asio/post.hpp>
 #include <atomic>
 #include <future>
 #include <thread>
@@ -210,6 +211,19 @@ class UnwatchedRequest final : public Operation {
 };
 
 }  // namespace
+
+std::uint64_t new_operation_id() noexcept {
+  static std::atomic<std::uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+void CancelOperation::operator()(asio::cancellation_type type) const {
+  const std::shared_ptr<Transport> alive = transport.lock();
+  if (!alive)
+    return;
+  const auto& strand = alive->strand();
+  asio::post(strand, [alive, id = id, type] { alive->cancel(id, type); });
+}
 
 void send_without_waiting(Transport& core, Request request) {
   core.submit(std::make_unique<UnwatchedRequest>(std::move(request)));

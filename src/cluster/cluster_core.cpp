@@ -4,6 +4,7 @@
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/dispatch.hpp>
+#include <asio/error.hpp>
 #include <asio/post.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/use_awaitable.hpp>
@@ -32,6 +33,7 @@ struct ClusterCore::Call {
   Clock::time_point deadline;
   int redirections = 0;
   bool keys_known = false;
+  bool sent = false;  // a request of it went to a node: it may have run
   bool done = false;
 
   const Request& request(std::size_t index) const { return operation->requests()[index]; }
@@ -95,6 +97,8 @@ void ClusterCore::accept(std::unique_ptr<Operation> operation) {
   call->unanswered = count;
   call->deadline = call->operation->deadline;
   call->keys_known = true;
+  if (call->operation->id != 0)
+    cancellable_.emplace(call->operation->id, call);
   for (const Request& request : call->operation->requests()) {
     const auto [keys, slot] = request.keys_and_slot();
     call->keys.push_back(keys);
@@ -143,6 +147,23 @@ void ClusterCore::resolve_unknown_keys(const CallPtr& call) {
   master->core->submit(std::move(lookup));
 }
 
+void ClusterCore::cancel(std::uint64_t id, asio::cancellation_type type) {
+  const auto it = cancellable_.find(id);
+  if (it == cancellable_.end())
+    return;
+  const CallPtr call = it->second.lock();
+  const std::optional<Pipeline::CancelScope> scope = cancel_scope(type);
+  if (!call || !scope || (call->sent && *scope == Pipeline::CancelScope::unsent))
+    return;
+  // Requests still queued at a node go out all the same; an acquire among them is released
+  // behind them, as for an unknown outcome.
+  call->operation->handed_out = call->sent;
+  fail(call, asio::error::operation_aborted,
+       call->sent ? "the call was cancelled after it was sent to the cluster at " + url_.address() +
+                        "; it may or may not have run"
+                  : "the call was cancelled before it was sent");
+}
+
 void ClusterCore::route(const CallPtr& call, std::vector<std::size_t> indices) {
   if (call->done)
     return;
@@ -174,6 +195,7 @@ void ClusterCore::send(const CallPtr& call, Node& node, std::vector<std::size_t>
     requests.push_back(Request::command({"ASKING"}).without_keys());
   for (std::size_t i : indices)
     requests.push_back(call->request(i));
+  call->sent = true;
   node.core->submit(std::make_unique<RouterOperation>(
       std::move(requests), call->operation->sent, call->deadline,
       [self = self(), call, address = node.endpoint.address(), indices, asking](
@@ -258,6 +280,8 @@ void ClusterCore::fail(const CallPtr& call, std::error_code ec, std::string deta
   if (call->done)
     return;
   call->done = true;
+  if (call->operation->id != 0)
+    cancellable_.erase(call->operation->id);
   call->operation->complete(*this, ec, std::move(detail));
 }
 
@@ -265,6 +289,8 @@ void ClusterCore::finish_if_done(const CallPtr& call) {
   if (call->done || call->unanswered > 0)
     return;
   call->done = true;
+  if (call->operation->id != 0)
+    cancellable_.erase(call->operation->id);
   for (std::size_t i = 0; i < call->replies.size(); ++i)
     call->operation->on_reply(i, std::move(call->replies[i]));
   call->operation->complete(*this, {}, {});

@@ -18,6 +18,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 #include "leasehold/detail/timer.hpp"
 
@@ -51,6 +52,7 @@ class ClusterCore final : public TransportBase {
     return std::static_pointer_cast<ClusterCore>(shared_from_this());
   }
   void accept(std::unique_ptr<Operation> operation) override;
+  void cancel(std::uint64_t id, asio::cancellation_type type) override;
   bool ready() const override { return has_slot_map_; }
   void shut_down(const Failure& closed) override;
   void notify_connect_waiters(const Failure& failure) override;
@@ -84,6 +86,8 @@ class ClusterCore final : public TransportBase {
   // Calls, or the requests of calls (indices), that wait for a node to serve their slot; a call
   // whose keys are not known yet waits with no indices.
   std::vector<std::pair<CallPtr, std::vector<std::size_t>>> parked_;
+  // Calls whose caller may cancel them, by Operation::id, until they are done.
+  std::unordered_map<std::uint64_t, std::weak_ptr<Call>> cancellable_;
   Timer parked_timer_;
   Timer refresh_timer_;       // the periodic refresh
   Timer refresh_soon_timer_;  // coalesces refreshes asked for by errors

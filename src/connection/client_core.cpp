@@ -75,6 +75,12 @@ void ClientCore::accept(std::unique_ptr<Operation> operation) {
     wake_writer();  // the writer sends it with whatever else queues until it runs
 }
 
+void ClientCore::cancel(std::uint64_t id, asio::cancellation_type type) {
+  // A call that leaves the queue may leave the timer armed early: it then fires for nothing.
+  if (const std::optional<Pipeline::CancelScope> scope = cancel_scope(type))
+    pipeline_.cancel(id, *scope);
+}
+
 void ClientCore::send_waiting() {
   const std::string_view bytes = pipeline_.write();
   if (bytes.empty())

@@ -82,6 +82,7 @@ class ClientCore final : public TransportBase, private PipelineSink {
   }
   std::unique_ptr<Operation> prepare(std::unique_ptr<Operation> operation) override;
   void accept(std::unique_ptr<Operation> operation) override;
+  void cancel(std::uint64_t id, asio::cancellation_type type) override;
   bool ready() const override { return pipeline_.connected(); }
   void shut_down(const Failure& closed) override;
   void stop_io();

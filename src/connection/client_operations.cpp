@@ -32,6 +32,7 @@ class EvalFallback final : public Operation {
     set_requests(fallbacks_);
     sent = original_->sent;
     deadline = original_->deadline;
+    id = original_->id;
   }
 
   void on_reply(std::size_t index, Reply&& reply) override {
@@ -182,6 +183,7 @@ class ReplicaAcknowledged final : public Operation {
     set_requests(grants_.operation->requests());
     sent = grants_.operation->sent;
     deadline = grants_.operation->deadline;
+    id = grants_.operation->id;  // cancellable until its replies came (not during the WAIT)
     grants_.replies.resize(requests().size());
   }
 
@@ -194,6 +196,7 @@ class ReplicaAcknowledged final : public Operation {
   }
 
   void complete(Transport& core, std::error_code error, std::string detail) override {
+    grants_.operation->handed_out = handed_out;
     bool granted = false;
     for (const auto& reply : grants_.replies)
       granted = granted || reply.has_value();

@@ -1,7 +1,9 @@
 #include "pipeline.hpp"
 
 #include <algorithm>
+#include <asio/error.hpp>
 #include <iterator>
+#include <utility>
 
 #include "client_operations.hpp"
 
@@ -40,6 +42,7 @@ std::string_view Pipeline::write() {
   }
   while (!waiting_.empty()) {
     waiting_.front()->replies_received = 0;
+    waiting_.front()->handed_out = true;
     in_flight_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
   }
@@ -62,8 +65,10 @@ bool Pipeline::on_reply(Reply&& reply) {
     return false;
   Operation& front = *in_flight_.front();
   const std::size_t index = front.replies_received++;
-  const bool expired = expired_in_flight_ > 0;  // its caller already got command_timeout
-  if (!expired) {
+  // Its caller already got command_timeout, or operation_aborted.
+  const bool expired = expired_in_flight_ > 0;
+  const bool dropped = expired || front.answered;
+  if (!dropped) {
     if (front.requests()[index].is_script() && is_noscript(reply))
       front.noscript_replies.push_back(index);
     else
@@ -75,8 +80,38 @@ bool Pipeline::on_reply(Reply&& reply) {
   in_flight_.pop_front();
   if (expired)
     --expired_in_flight_;
-  else
+  if (!dropped)
     finish(std::move(done));
+  return true;
+}
+
+bool Pipeline::cancel(std::uint64_t id, CancelScope scope) {
+  const auto named = [id](const OperationPtr& operation) { return operation->id == id; };
+  if (const auto it = std::find_if(waiting_.begin(), waiting_.end(), named); it != waiting_.end()) {
+    if ((*it)->handed_out && scope == CancelScope::unsent)
+      return false;  // sent before the connection was lost: it may have run
+    if (static_cast<std::size_t>(it - waiting_.begin()) < fallbacks_waiting_)
+      --fallbacks_waiting_;
+    OperationPtr operation = std::move(*it);
+    waiting_.erase(it);
+    sink_.complete(*operation, asio::error::operation_aborted,
+                   operation->handed_out
+                       ? "the call was cancelled; it had been sent to Redis at " + address_ +
+                             " before the connection was lost, and may or may not have run"
+                       : "the call was cancelled before it was sent");
+    return true;
+  }
+  if (scope == CancelScope::unsent)
+    return false;
+  const auto first = in_flight_.begin() + static_cast<std::ptrdiff_t>(expired_in_flight_);
+  const auto it = std::find_if(first, in_flight_.end(), named);
+  if (it == in_flight_.end() || (*it)->answered)
+    return false;
+  // Stays in in_flight_ so that its replies, when they come, are matched and dropped.
+  (*it)->answered = true;
+  sink_.complete(**it, asio::error::operation_aborted,
+                 "the call was cancelled after it was sent to Redis at " + address_ +
+                     "; it may or may not have run");
   return true;
 }
 
@@ -138,6 +173,8 @@ void Pipeline::expire_due(Clock::time_point now) {
     ++expired_in_flight_;
     if (read_time_ <= operation.sent && !silent_since_)
       silent_since_ = operation.sent;  // nothing has come since this call was made
+    if (std::exchange(operation.answered, true))
+      continue;  // cancelled: its caller has its outcome
     sink_.complete(operation, make_error_code(errc::command_timeout),
                    "Redis at " + address_ + " did not answer within " + timeout +
                        "; the call was sent and may or may not have run");
@@ -167,6 +204,8 @@ void Pipeline::on_lost(const Failure& failure) {
   std::deque<OperationPtr> resend;
   for (std::size_t i = expired_in_flight_; i < in_flight_.size(); ++i) {
     OperationPtr& operation = in_flight_[i];
+    if (operation->answered)
+      continue;  // cancelled: its caller has its outcome
     if (operation->retry_safe()) {
       operation->noscript_replies.clear();
       resend.push_back(std::move(operation));
@@ -187,7 +226,8 @@ void Pipeline::fail_all(const Failure& failure) {
   std::deque<OperationPtr> in_flight = std::exchange(in_flight_, {});
   const std::size_t expired = std::exchange(expired_in_flight_, 0);
   for (std::size_t i = expired; i < in_flight.size(); ++i)
-    sink_.complete(*in_flight[i], failure.error, failure.detail);
+    if (!in_flight[i]->answered)
+      sink_.complete(*in_flight[i], failure.error, failure.detail);
   std::deque<OperationPtr> waiting = std::exchange(waiting_, {});
   fallbacks_waiting_ = 0;
   for (OperationPtr& operation : waiting)
@@ -200,6 +240,8 @@ void Pipeline::retire(std::error_code route_again, const std::string& detail) {
   std::deque<OperationPtr> in_flight = std::exchange(in_flight_, {});
   const std::size_t expired = std::exchange(expired_in_flight_, 0);
   for (std::size_t i = expired; i < in_flight.size(); ++i) {
+    if (in_flight[i]->answered)
+      continue;
     if (in_flight[i]->retry_safe())
       sink_.complete(*in_flight[i], route_again, {});
     else
@@ -209,6 +251,15 @@ void Pipeline::retire(std::error_code route_again, const std::string& detail) {
   fallbacks_waiting_ = 0;
   for (OperationPtr& operation : waiting)
     sink_.complete(*operation, route_again, {});
+}
+
+std::optional<Pipeline::CancelScope> cancel_scope(asio::cancellation_type type) noexcept {
+  using asio::cancellation_type;
+  if ((type & cancellation_type::terminal) != cancellation_type::none)
+    return Pipeline::CancelScope::even_if_sent;
+  if ((type & (cancellation_type::partial | cancellation_type::total)) != cancellation_type::none)
+    return Pipeline::CancelScope::unsent;
+  return std::nullopt;
 }
 
 }  // namespace leasehold::detail

@@ -6,7 +6,8 @@
 // and leave it when their last reply arrives. Every call gets the same timeout, so deadlines grow
 // along in_flight_ + waiting_; that order lets one timer expire them from the front. A call that
 // expires while in flight stays in in_flight_ (a prefix: `expired_in_flight_`) so that its
-// replies, if they come, are matched and dropped.
+// replies, if they come, are matched and dropped; so does one cancelled in flight (anywhere in
+// in_flight_: marked `answered`).
 //
 // A script call answered NOSCRIPT goes back to the front of `waiting_` as EVAL, behind the script
 // calls answered NOSCRIPT before it: they are sent again in the order they were first sent, once
@@ -14,8 +15,10 @@
 // NOSCRIPT, and its EVAL must go out before anything written after it).
 #pragma once
 
+#include <asio/cancellation_type.hpp>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -40,6 +43,9 @@ class PipelineSink {
 class Pipeline {
  public:
   using OperationPtr = std::unique_ptr<Operation>;
+  // What a cancellation may end: only a call that cannot have run (its bytes never handed out),
+  // or also one that may have (in flight, or sent before the connection was lost).
+  enum class CancelScope { unsent, even_if_sent };
 
   // `address` names the server in the messages; `command_timeout` is the calls' timeout.
   Pipeline(PipelineSink& sink, std::string address, std::chrono::milliseconds command_timeout);
@@ -65,6 +71,11 @@ class Pipeline {
   bool on_reply(Reply&& reply);
   void on_read(Clock::time_point at) noexcept { read_time_ = at; }
   Clock::time_point read_time() const noexcept { return read_time_; }
+
+  // Cancellation. The call with this id (Operation::id), if it is waiting or in flight and the
+  // scope allows, completes now with operation_aborted: a waiting one leaves the queue, one in
+  // flight stays there until its replies came (and are dropped). False if nothing was cancelled.
+  bool cancel(std::uint64_t id, CancelScope scope);
 
   // Time. wake_at() is when on_time() has something to do (it only moves earlier between calls
   // to on_time(): a timer armed for it may fire early, for nothing). on_time() fails the calls
@@ -109,5 +120,9 @@ class Pipeline {
   // When the oldest call made since the latest read was made, once it timed out in flight.
   std::optional<Clock::time_point> silent_since_;
 };
+
+// How far an Asio cancellation of `type` may reach: terminal ends even a call that was sent
+// (its outcome is then unknown); partial and total only one that cannot have run.
+std::optional<Pipeline::CancelScope> cancel_scope(asio::cancellation_type type) noexcept;
 
 }  // namespace leasehold::detail

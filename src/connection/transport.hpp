@@ -3,6 +3,7 @@
 #pragma once
 
 #include <asio/any_io_executor.hpp>
+#include <asio/cancellation_type.hpp>
 #include <asio/strand.hpp>
 #include <memory>
 #include <system_error>
@@ -26,6 +27,11 @@ class Transport {
   virtual void submit(std::unique_ptr<Operation> operation) = 0;
   virtual void when_connected(UniqueFunction<void(std::error_code, std::string)> callback) = 0;
   virtual void close() = 0;
+
+  // On the strand: ends the call named `id` (Operation::id) with operation_aborted if it is
+  // still going and `type` allows: terminal ends it even after it was sent (the acquire it holds
+  // is cleaned up as for an unknown outcome); partial and total only before. Else does nothing.
+  virtual void cancel(std::uint64_t id, asio::cancellation_type type) = 0;
 
   // The time to count a reply as received at (see connection_now() in client.hpp).
   virtual Clock::time_point now() const noexcept = 0;

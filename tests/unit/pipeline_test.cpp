@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <asio/error.hpp>
 #include <asio/io_context.hpp>
 #include <memory>
 #include <optional>
@@ -26,6 +27,7 @@ class NoTransport final : public Transport {
   void submit(std::unique_ptr<Operation>) override { ADD_FAILURE() << "nothing sends here"; }
   void when_connected(UniqueFunction<void(std::error_code, std::string)>) override {}
   void close() override {}
+  void cancel(std::uint64_t, asio::cancellation_type) override {}
   Clock::time_point now() const noexcept override { return Clock::now(); }
   const RedisUrl& url() const noexcept override { return url_; }
   const ClientOptions& options() const noexcept override { return options_; }
@@ -88,16 +90,18 @@ class PipelineTest : public ::testing::Test, protected PipelineSink {
 
   // Queues a call made at `t0 + made_at` (its deadline kTimeout after that).
   void push(const std::string& name, std::vector<Request> requests,
-            std::chrono::milliseconds made_at = 0ms) {
+            std::chrono::milliseconds made_at = 0ms, std::uint64_t id = 0) {
     auto call = std::make_unique<RecordedCall>(name, std::move(requests), log);
+    call->id = id;
     call->sent = t0 + made_at;
     call->deadline = call->sent + kTimeout;
     pipeline.push(std::move(call));
   }
-  void push(const std::string& name, Request request, std::chrono::milliseconds made_at = 0ms) {
+  void push(const std::string& name, Request request, std::chrono::milliseconds made_at = 0ms,
+            std::uint64_t id = 0) {
     std::vector<Request> requests;
     requests.push_back(std::move(request));
-    push(name, std::move(requests), made_at);
+    push(name, std::move(requests), made_at, id);
   }
   // Writes everything write() hands out, as a socket that takes it all.
   std::string write_all() {
@@ -337,6 +341,90 @@ TEST_F(PipelineTest, ARetiredNodeHandsBackWhatMayBeRoutedAgain) {
   EXPECT_EQ(log[1].error, make_error_code(errc::connection_lost));
   EXPECT_EQ(log[1].detail, "left");
   EXPECT_EQ(log[2].error, again);
+}
+
+using Scope = Pipeline::CancelScope;
+
+TEST_F(PipelineTest, AWaitingCallCancelledLeavesTheQueueAndIsNeverSent) {
+  pipeline.on_connected(t0);
+  push("sent", echo("s"), 0ms, 1);
+  write_all();
+  push("a", echo("a"), 0ms, 2);
+  push("b", echo("b"), 0ms, 3);
+  EXPECT_TRUE(pipeline.cancel(2, Scope::unsent));
+  ASSERT_EQ(names(), (std::vector<std::string>{"a"}));
+  EXPECT_EQ(log[0].error, std::error_code(asio::error::operation_aborted));
+  EXPECT_NE(log[0].detail.find("before it was sent"), std::string::npos) << log[0].detail;
+  EXPECT_FALSE(pipeline.cancel(2, Scope::even_if_sent)) << "cancelled once only";
+  EXPECT_FALSE(pipeline.cancel(99, Scope::even_if_sent)) << "no such call";
+  EXPECT_FALSE(pipeline.cancel(1, Scope::unsent)) << "in flight: it may have run";
+  EXPECT_TRUE(pipeline.on_reply(Reply::make_string("s")));
+  EXPECT_EQ(write_all(), bytes_of(echo("b"))) << "a never goes out";
+}
+
+TEST_F(PipelineTest, ACallCancelledInFlightEndsAtOnceAndItsReplyIsDropped) {
+  pipeline.on_connected(t0);
+  push("a", echo("a"), 0ms, 1);
+  std::vector<Request> two;
+  two.push_back(echo("b1"));
+  two.push_back(echo("b2"));
+  push("b", std::move(two), 0ms, 2);
+  push("c", echo("c"), 0ms, 3);
+  write_all();
+  EXPECT_TRUE(pipeline.cancel(2, Scope::even_if_sent));  // in the middle of in_flight_
+  ASSERT_EQ(names(), (std::vector<std::string>{"b"}));
+  EXPECT_EQ(log[0].error, std::error_code(asio::error::operation_aborted));
+  EXPECT_NE(log[0].detail.find("after it was sent to Redis at 127.0.0.1:1"), std::string::npos)
+      << log[0].detail;
+  EXPECT_FALSE(pipeline.cancel(2, Scope::even_if_sent)) << "cancelled once only";
+  EXPECT_TRUE(pipeline.on_reply(Reply::make_string("a")));
+  EXPECT_TRUE(pipeline.on_reply(Reply::make_string("b1")));
+  EXPECT_TRUE(pipeline.on_reply(Reply::make_string("b2")));
+  EXPECT_TRUE(pipeline.on_reply(Reply::make_string("c")));
+  ASSERT_EQ(names(), (std::vector<std::string>{"b", "a", "c"}));
+  EXPECT_EQ(log[1].replies[0], Reply::make_string("a"));
+  EXPECT_EQ(log[2].replies[0], Reply::make_string("c")) << "b's replies went to b, dropped";
+  EXPECT_TRUE(pipeline.idle());
+}
+
+TEST_F(PipelineTest, ACallCancelledInFlightNeitherTimesOutNorFailsNorGoesOutAgain) {
+  pipeline.on_connected(t0);
+  push("a", Request::command({"GET", "k"}).retry_safe(), 0ms, 1);
+  push("b", Request::command({"GET", "j"}).retry_safe(), 0ms, 2);
+  write_all();
+  EXPECT_TRUE(pipeline.cancel(1, Scope::even_if_sent));
+  pipeline.on_time(t0 + kTimeout);
+  ASSERT_EQ(names(), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(log[1].error, make_error_code(errc::command_timeout));
+  push("c", Request::command({"GET", "c"}).retry_safe(), 10ms, 3);
+  write_all();
+  EXPECT_TRUE(pipeline.cancel(3, Scope::even_if_sent));
+  pipeline.on_lost({make_error_code(errc::connection_lost), "gone"});
+  pipeline.on_connected(t0 + 20ms);
+  EXPECT_TRUE(pipeline.write().empty()) << "a cancelled call is not sent again";
+  pipeline.fail_all({make_error_code(errc::closed), "closed"});
+  EXPECT_EQ(names(), (std::vector<std::string>{"a", "b", "c"})) << "each call completes once";
+}
+
+TEST_F(PipelineTest, ACallWaitingToGoOutAgainAfterALossMayHaveRun) {
+  pipeline.on_connected(t0);
+  push("a", Request::command({"GET", "k"}).retry_safe(), 0ms, 1);
+  write_all();
+  pipeline.on_lost({make_error_code(errc::connection_lost), "gone"});
+  EXPECT_FALSE(pipeline.cancel(1, Scope::unsent)) << "it was sent once: it may have run";
+  EXPECT_TRUE(pipeline.cancel(1, Scope::even_if_sent));
+  ASSERT_EQ(names(), (std::vector<std::string>{"a"}));
+  EXPECT_NE(log[0].detail.find("may or may not have run"), std::string::npos) << log[0].detail;
+  EXPECT_TRUE(pipeline.idle());
+}
+
+TEST(CancelScope, TerminalReachesSentCallsPartialAndTotalOnlyUnsentOnes) {
+  using asio::cancellation_type;
+  EXPECT_EQ(cancel_scope(cancellation_type::terminal), Scope::even_if_sent);
+  EXPECT_EQ(cancel_scope(cancellation_type::all), Scope::even_if_sent);
+  EXPECT_EQ(cancel_scope(cancellation_type::partial), Scope::unsent);
+  EXPECT_EQ(cancel_scope(cancellation_type::total), Scope::unsent);
+  EXPECT_EQ(cancel_scope(cancellation_type::none), std::nullopt);
 }
 
 TEST_F(PipelineTest, WakeAtFollowsTheEarliestDeadline) {

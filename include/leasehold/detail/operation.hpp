@@ -3,12 +3,16 @@
 #pragma once
 
 #include <asio/any_io_executor.hpp>
+#include <asio/associated_cancellation_slot.hpp>
 #include <asio/associated_executor.hpp>
+#include <asio/cancellation_type.hpp>
 #include <asio/dispatch.hpp>
+#include <asio/error.hpp>
 #include <asio/execution/outstanding_work.hpp>
 #include <asio/io_context.hpp>
 #include <asio/prefer.hpp>
 #include <asio/strand.hpp>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -55,6 +59,14 @@ class Operation {
   virtual void complete(Transport& core, std::error_code error, std::string detail) = 0;
 
   Clock::time_point sent;  // when the call was made: lease deadlines and the timeout count from it
+  // Set by a caller that may cancel the call (0: it cannot): what Transport::cancel() names.
+  std::uint64_t id = 0;
+  // Its bytes were handed out for writing at least once: it may have run, even if it is waiting
+  // to be sent again.
+  bool handed_out = false;
+  // Its caller got its outcome (it timed out or was cancelled) while it was in flight: replies
+  // that come for it are matched and dropped.
+  bool answered = false;
   // The connection's bookkeeping.
   Clock::time_point deadline;
   std::size_t replies_received = 0;
@@ -78,8 +90,9 @@ void dispatch_to(const Executor& executor, Handler handler, Args&&... args) {
 }
 
 // Where a call completes: its handler's associated executor, which counts the call as
-// outstanding work until then (as Asio's own operations do), and runs the handler as
-// asio::dispatch would.
+// outstanding work until its handler is handed over (as Asio's own operations do), and runs the
+// handler as asio::dispatch would. Once only: a call answered early (timed out, cancelled) stays
+// with its connection until its reply comes, and must not keep the caller's io_context running.
 template <class Executor>
 class CompletionExecutor {
  public:
@@ -87,8 +100,9 @@ class CompletionExecutor {
       : tracked_(asio::prefer(executor, asio::execution::outstanding_work.tracked)) {}
 
   template <class Handler, class... Args>
-  void complete(Handler handler, Args&&... args) const {
-    dispatch_to(tracked_, std::move(handler), std::forward<Args>(args)...);
+  void complete(Handler handler, Args&&... args) {
+    const auto tracked = std::move(tracked_);  // no longer outstanding once handed over
+    dispatch_to(tracked, std::move(handler), std::forward<Args>(args)...);
   }
 
  private:
@@ -117,8 +131,9 @@ class CompletionExecutor<asio::any_io_executor> {
   explicit CompletionExecutor(const asio::any_io_executor& executor) : tracked_(track(executor)) {}
 
   template <class Handler, class... Args>
-  void complete(Handler handler, Args&&... args) const {
-    if (const TrackedIo* io = std::get_if<TrackedIo>(&tracked_)) {
+  void complete(Handler handler, Args&&... args) {
+    const auto tracked = std::move(tracked_);  // no longer outstanding once handed over
+    if (const TrackedIo* io = std::get_if<TrackedIo>(&tracked)) {
       if (io->running_in_this_thread()) {
         std::move(handler)(std::forward<Args>(args)...);
         return;
@@ -126,7 +141,7 @@ class CompletionExecutor<asio::any_io_executor> {
       dispatch_to(*io, std::move(handler), std::forward<Args>(args)...);
       return;
     }
-    dispatch_to(std::get<asio::any_io_executor>(tracked_), std::move(handler),
+    dispatch_to(std::get<asio::any_io_executor>(tracked), std::move(handler),
                 std::forward<Args>(args)...);
   }
 
@@ -146,6 +161,22 @@ class CompletionExecutor<asio::any_io_executor> {
   std::variant<TrackedIo, asio::any_io_executor> tracked_;
 };
 
+// A fresh Operation::id (never 0), from any thread.
+std::uint64_t new_operation_id() noexcept;
+
+// What an async call's cancellation slot holds: at an emission, it asks the transport (if it is
+// still there) to cancel the operation named `id` on its strand, as far as the cancellation type
+// allows: terminal also ends a call that was sent (its outcome unknown, its acquire released);
+// partial and total only one that was not. A call that completed meanwhile is left alone.
+struct CancelOperation {
+  CancelOperation(const std::shared_ptr<Transport>& transport, std::uint64_t id)
+      : transport(transport), id(id) {}
+  void operator()(asio::cancellation_type type) const;
+
+  std::weak_ptr<Transport> transport;
+  std::uint64_t id;
+};
+
 // Sends a request whose outcome nobody waits for.
 void send_without_waiting(Transport& core, Request request);
 
@@ -156,12 +187,16 @@ void send_without_waiting(Transport& core, Request request);
 // their own. Clock::now() anywhere else.
 Clock::time_point connection_now(const Transport& core) noexcept;
 
-// Sends, without waiting, what a query asks for when its outcome is unknown.
+// Sends, without waiting, what a query asks for when its outcome is unknown: it failed with `ec`
+// after the call was handed out for writing (`handed_out`) or not.
 template <Query Q>
-void clean_up_unknown_outcome(Transport& core, const Q& query, std::error_code ec) {
+void clean_up_unknown_outcome(Transport& core, const Q& query, std::error_code ec,
+                              bool handed_out) {
   if constexpr (HasUnknownOutcomeCleanup<Q>) {
-    // An acquire that replicas did not acknowledge is released like an unknown one.
-    if (!outcome_unknown(ec) && ec != errc::not_replicated)
+    // An acquire that replicas did not acknowledge is released like an unknown one, and so is
+    // one cancelled after it was sent.
+    const bool cancelled_after_sending = handed_out && ec == asio::error::operation_aborted;
+    if (!outcome_unknown(ec) && ec != errc::not_replicated && !cancelled_after_sending)
       return;
     if (std::optional<Request> cleanup = query.on_unknown_outcome())
       send_without_waiting(core, std::move(*cleanup));
@@ -174,12 +209,13 @@ void clean_up_unknown_outcome(Transport& core, const Q& query, std::error_code e
 template <Query Q>
 Result<typename Q::result_type> outcome_of(Transport& core, Q& query, std::error_code error,
                                            std::string&& detail, Reply& reply,
-                                           Clock::time_point sent) {
+                                           const Operation& operation) {
   Result<typename Q::result_type> result =
-      error ? Result<typename Q::result_type>(error, std::move(detail))
-            : std::move(query).parse(std::move(reply), Timing{sent, connection_now(core)});
+      error
+          ? Result<typename Q::result_type>(error, std::move(detail))
+          : std::move(query).parse(std::move(reply), Timing{operation.sent, connection_now(core)});
   if (!result)
-    clean_up_unknown_outcome(core, query, result.error());
+    clean_up_unknown_outcome(core, query, result.error(), operation.handed_out);
   return result;
 }
 
@@ -202,7 +238,7 @@ class QueryOperation final : public Operation {
 
   void on_reply(std::size_t, Reply&& reply) override { reply_ = std::move(reply); }
   void complete(Transport& core, std::error_code error, std::string detail) override {
-    on_outcome_(outcome_of(core, query_, error, std::move(detail), reply_, sent));
+    on_outcome_(outcome_of(core, query_, error, std::move(detail), reply_, *this));
   }
 
  private:
@@ -240,7 +276,7 @@ class BatchOperation final : public Operation {
     Results results;
     if (error) {
       for (const Q& query : queries_)
-        clean_up_unknown_outcome(core, query, error);
+        clean_up_unknown_outcome(core, query, error, handed_out);
     } else {
       results.reserve(queries_.size());
       const Timing timing{sent, connection_now(core)};
@@ -248,7 +284,7 @@ class BatchOperation final : public Operation {
         // Run once, as in outcome_of(): the query may move what it has into its outcome.
         results.push_back(std::move(queries_[i]).parse(std::move(replies_[i]), timing));
         if (!results.back())
-          clean_up_unknown_outcome(core, queries_[i], results.back().error());
+          clean_up_unknown_outcome(core, queries_[i], results.back().error(), handed_out);
       }
     }
     on_outcome_(error, std::move(detail), std::move(results));
