@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
 #include <asio/use_awaitable.hpp>
 #include <atomic>
 #include <cstdio>
+#include <future>
 #include <leasehold/leasehold.hpp>
 #include <map>
 #include <mutex>
@@ -328,6 +331,60 @@ TEST_F(ClusterTest, UnreachableSeedsTimeOutWithAClearError) {
   std::error_code ec;
   redis.process(Command{"PING"}, ec);
   EXPECT_EQ(ec, errc::command_timeout);
+}
+
+TEST_F(ClusterTest, ACallNotRoutedYetIsCancelledAtOnce) {
+  ClientOptions options;
+  options.command_timeout = 5s;
+  options.connect_timeout = 200ms;
+  Client redis("redis-cluster://127.0.0.1:" + std::to_string(testing::free_port()), options);
+  asio::cancellation_signal cancel;
+  std::promise<std::error_code> ended;
+  redis.async_process(Command{"GET", "k"},
+                      asio::bind_cancellation_slot(
+                          cancel.slot(), [&](std::error_code ec, Reply) { ended.set_value(ec); }));
+  cancel.emit(asio::cancellation_type::total);  // nothing of it can have run: it has no node
+  auto future = ended.get_future();
+  ASSERT_EQ(future.wait_for(2s), std::future_status::ready) << "the cancellation was not heard";
+  EXPECT_EQ(future.get(), std::error_code(asio::error::operation_aborted));
+}
+
+TEST_F(ClusterTest, AnAcquireCancelledInFlightEndsAtOnceAndReleasesWhatItTook) {
+  Client redis(cluster_->url());
+  const std::string ns = unique("cancel");
+  const Lock<std::string> lock{ns, 30s};
+  const std::string key = lock.key("job");
+  const auto master = static_cast<std::size_t>(cluster_->master_of(key_slot(key)));
+  redis.process(lock.try_lock("warm-up"));  // the slot map is known
+  // Writes wait on that master until the pause ends; reads (the checks below) go on.
+  const Reply paused = cluster_->command(master, {"CLIENT", "PAUSE", "1500", "WRITE"});
+  ASSERT_FALSE(paused.is_error()) << paused.str;
+  asio::cancellation_signal cancel;
+  std::promise<std::error_code> ended;
+  redis.async_process(lock.try_lock("job"),
+                      asio::bind_cancellation_slot(
+                          cancel.slot(), [&](std::error_code ec, auto) { ended.set_value(ec); }));
+  auto future = ended.get_future();
+  // A sent call may have run: only a terminal cancellation ends it. (The slot map is known and
+  // the node's connection idle: the acquire went out before the cancellation reached it.)
+  cancel.emit(asio::cancellation_type::partial);
+  EXPECT_EQ(future.wait_for(300ms), std::future_status::timeout)
+      << "a partial cancellation ended a call that was sent";
+  cancel.emit(asio::cancellation_type::terminal);
+  ASSERT_EQ(future.wait_for(1s), std::future_status::ready) << "the cancellation was not heard";
+  EXPECT_EQ(future.get(), std::error_code(asio::error::operation_aborted));
+  // A write to the same slot waits out the pause behind the acquire and its release.
+  std::string probe;
+  for (int i = 0; probe.empty() || key_slot(probe) != key_slot(key); ++i)
+    probe = unique("probe") + "." + std::to_string(i);
+  cluster_->command(master, {"SET", probe, "1", "PX", "10000"});
+  EXPECT_TRUE(eventually(
+      [&] {
+        return cluster_->command(master, {"EXISTS", key}).integer == 0;
+      },
+      5s))
+      << "a cancelled acquire left its lease behind";
+  EXPECT_TRUE(redis.process(lock.try_lock("job"))) << "the key is free";
 }
 
 // The slot of a lock key moves to another master while workers lock and release names in it:
