@@ -22,8 +22,6 @@ constexpr asio::use_awaitable_t<ClientCore::Strand> use_awaitable;
 using namespace asio_compat::awaitable_operators;
 
 constexpr std::size_t kReadChunk = 64 * 1024;
-// How many replies the read loop delivers before it lets the writer send the calls they caused.
-constexpr std::size_t kWriteChunk = 16;
 
 void rethrow_unexpected(std::exception_ptr error) {
   // The loops report failures as values; an exception here is a bug in leasehold.
@@ -386,9 +384,9 @@ Failure ClientCore::lost_while_reading(std::error_code ec) {
 bool ClientCore::handle_read(std::size_t size, Failure& failure) {
   pipeline_.on_read(Clock::now());
   reader_->feed(read_buffer_.data(), size);
-  // The replies resume callers, whose next calls queue in the pipeline. Every kWriteChunk replies
-  // they are sent: the server works on those while this loop parses the rest, instead of the
-  // two taking turns on whole reads (a read can hold hundreds of replies).
+  // The replies resume callers, whose next calls queue in the pipeline. They are sent as the
+  // read goes on (writes_after_reply()): the server works on those while this loop parses the
+  // rest, instead of the two taking turns on whole reads (a read can hold hundreds of replies).
   delivering_ = true;
   std::size_t delivered = 0;
   for (;;) {
@@ -404,10 +402,8 @@ bool ClientCore::handle_read(std::size_t size, Failure& failure) {
     }
     if (!reply)
       break;
-    if (++delivered == kWriteChunk) {
-      delivered = 0;
+    if (writes_after_reply(++delivered))
       send_waiting();
-    }
   }
   delivering_ = false;
   send_waiting();

@@ -121,6 +121,14 @@ class Pipeline {
   std::optional<Clock::time_point> silent_since_;
 };
 
+// Whether the calls queued by the callers that the first `delivered` replies of one read resumed
+// are written now, before the rest of the read is parsed: after the first reply (the server
+// starts on its caller's next call instead of idling while the client parses the rest), every
+// 4 replies up to 16, and every 16 after that (fewer, larger writes when a read holds hundreds).
+constexpr bool writes_after_reply(std::size_t delivered) noexcept {
+  return delivered == 1 || (delivered <= 16 ? delivered % 4 == 0 : delivered % 16 == 0);
+}
+
 // How far an Asio cancellation of `type` may reach: terminal ends even a call that was sent
 // (its outcome is then unknown); partial and total only one that cannot have run.
 std::optional<Pipeline::CancelScope> cancel_scope(asio::cancellation_type type) noexcept;

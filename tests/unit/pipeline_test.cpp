@@ -418,6 +418,14 @@ TEST_F(PipelineTest, ACallWaitingToGoOutAgainAfterALossMayHaveRun) {
   EXPECT_TRUE(pipeline.idle());
 }
 
+TEST(WritesAfterReply, TheFirstReplyThenEveryFourUpToSixteenThenEverySixteen) {
+  std::vector<std::size_t> writes;
+  for (std::size_t delivered = 1; delivered <= 64; ++delivered)
+    if (writes_after_reply(delivered))
+      writes.push_back(delivered);
+  EXPECT_EQ(writes, (std::vector<std::size_t>{1, 4, 8, 12, 16, 32, 48, 64}));
+}
+
 TEST(CancelScope, TerminalReachesSentCallsPartialAndTotalOnlyUnsentOnes) {
   using asio::cancellation_type;
   EXPECT_EQ(cancel_scope(cancellation_type::terminal), Scope::even_if_sent);
