@@ -165,7 +165,7 @@ bool Pipeline::silent_too_long(Clock::time_point now) {
 }
 
 void Pipeline::expire_due(Clock::time_point now) {
-  const std::string timeout = std::to_string(command_timeout_.count()) + " ms";
+  const auto timeout = [this] { return std::to_string(command_timeout_.count()) + " ms"; };
   while (expired_in_flight_ < in_flight_.size() &&
          in_flight_[expired_in_flight_]->deadline <= now) {
     // Stays in in_flight_ so that its replies, when they come, are matched and dropped.
@@ -176,7 +176,7 @@ void Pipeline::expire_due(Clock::time_point now) {
     if (std::exchange(operation.answered, true))
       continue;  // cancelled: its caller has its outcome
     sink_.complete(operation, make_error_code(errc::command_timeout),
-                   "Redis at " + address_ + " did not answer within " + timeout +
+                   "Redis at " + address_ + " did not answer within " + timeout() +
                        "; the call was sent and may or may not have run");
   }
   while (!waiting_.empty() && waiting_.front()->deadline <= now) {
@@ -185,9 +185,9 @@ void Pipeline::expire_due(Clock::time_point now) {
     if (fallbacks_waiting_ > 0)
       --fallbacks_waiting_;
     sink_.complete(*operation, make_error_code(errc::command_timeout),
-                   (connected_ ? "the call waited " + timeout + " to be sent to Redis at "
+                   (connected_ ? "the call waited " + timeout() + " to be sent to Redis at "
                                : "no connection to Redis at ") +
-                       address_ + (connected_ ? "" : " within " + timeout) +
+                       address_ + (connected_ ? "" : " within " + timeout()) +
                        "; the call was not sent");
   }
 }

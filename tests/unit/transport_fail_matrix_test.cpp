@@ -303,14 +303,14 @@ INSTANTIATE_TEST_SUITE_P(Steps, FailMatrix, ::testing::ValuesIn(matrix()), matri
 
 // --- The handshake -----------------------------------------------------------------------------
 
-TEST(Handshake, IsSetNameThenPing) {
+TEST(HandshakeOverASocket, IsSetNameThenPing) {
   FakePeer peer;
   Client client(peer.url(), patient_options());
   ASSERT_FALSE(connect(client));
   EXPECT_EQ(peer.commands(0), (Commands{handshake(), {"PING"}}));
 }
 
-TEST(Handshake, SendsAuthAndSelectFirst) {
+TEST(HandshakeOverASocket, SendsAuthAndSelectFirst) {
   FakePeer peer;
   Client client("unix://alice:Hunter2Secret@" + peer.socket_path() + "?db=3", patient_options());
   ASSERT_FALSE(connect(client));
@@ -318,7 +318,7 @@ TEST(Handshake, SendsAuthAndSelectFirst) {
             (Commands{{"AUTH", "alice", "Hunter2Secret"}, {"SELECT", "3"}, handshake(), {"PING"}}));
 }
 
-TEST(Handshake, PasswordAloneAndNoClientName) {
+TEST(HandshakeOverASocket, PasswordAloneAndNoClientName) {
   FakePeer peer;
   ClientOptions options = patient_options();
   options.client_name.clear();
@@ -327,7 +327,7 @@ TEST(Handshake, PasswordAloneAndNoClientName) {
   EXPECT_EQ(peer.commands(0), (Commands{{"AUTH", "Hunter2Secret"}, {"PING"}}));
 }
 
-TEST(Handshake, CustomClientName) {
+TEST(HandshakeOverASocket, CustomClientName) {
   FakePeer peer;
   ClientOptions options = patient_options();
   options.client_name = "worker-7";
@@ -336,7 +336,7 @@ TEST(Handshake, CustomClientName) {
   EXPECT_EQ(peer.commands(0), (Commands{{"CLIENT", "SETNAME", "worker-7"}, {"PING"}}));
 }
 
-TEST(Handshake, RefusedSetNameIsNotAnError) {
+TEST(HandshakeOverASocket, RefusedSetNameIsNotAnError) {
   FakePeer peer([](const PeerEvent& event) {
     if (is(event, "CLIENT"))
       return PeerAction::send(resp::error("NOPERM this user has no permissions to run 'client'"));
@@ -347,7 +347,7 @@ TEST(Handshake, RefusedSetNameIsNotAnError) {
   EXPECT_TRUE(replied(run_call(client, Command{"ECHO", "x"}), Reply::make_string("x")));
 }
 
-TEST(Handshake, RefusedAuthIsFatalAndTheMessageHidesThePassword) {
+TEST(HandshakeOverASocket, RefusedAuthIsFatalAndTheMessageHidesThePassword) {
   FakePeer peer([](const PeerEvent& event) {
     if (is(event, "AUTH"))
       return PeerAction::send(
@@ -371,7 +371,7 @@ TEST(Handshake, RefusedAuthIsFatalAndTheMessageHidesThePassword) {
   EXPECT_EQ(peer.connections(), 1u);
 }
 
-TEST(Handshake, RefusedSelectIsFatal) {
+TEST(HandshakeOverASocket, RefusedSelectIsFatal) {
   FakePeer peer([](const PeerEvent& event) {
     if (is(event, "SELECT"))
       return PeerAction::send(resp::error("ERR DB index is out of range"));
@@ -383,7 +383,7 @@ TEST(Handshake, RefusedSelectIsFatal) {
   EXPECT_EQ(peer.connections(), 1u);
 }
 
-TEST(Handshake, NoAuthOnPingIsAuthFailed) {
+TEST(HandshakeOverASocket, NoAuthOnPingIsAuthFailed) {
   FakePeer peer([](const PeerEvent& event) {
     if (is(event, "PING"))
       return PeerAction::send(resp::error("NOAUTH Authentication required."));
@@ -394,7 +394,7 @@ TEST(Handshake, NoAuthOnPingIsAuthFailed) {
   EXPECT_EQ(run_call(client, Command{"PING"}).error, errc::auth_failed);
 }
 
-TEST(Handshake, LoadingIsRetriedUntilTheServerIsReady) {
+TEST(HandshakeOverASocket, LoadingIsRetriedUntilTheServerIsReady) {
   std::atomic<bool> loaded{false};
   FakePeer peer([&](const PeerEvent& event) {
     if (!loaded && is(event, "PING"))
@@ -408,7 +408,7 @@ TEST(Handshake, LoadingIsRetriedUntilTheServerIsReady) {
   EXPECT_TRUE(replied(run_call(client, Command{"ECHO", "x"}), Reply::make_string("x")));
 }
 
-TEST(Handshake, NoListenerIsConnectFailed) {
+TEST(HandshakeOverASocket, NoListenerIsConnectFailed) {
   FakePeer peer;
   Client client(peer.url() + ".missing", fast_options());
   EXPECT_EQ(connect(client), errc::connect_failed);
