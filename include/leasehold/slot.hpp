@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace leasehold {
@@ -52,5 +53,11 @@ constexpr std::string_view hash_tag(std::string_view key) noexcept {
 constexpr std::uint16_t key_slot(std::string_view key) noexcept {
   return static_cast<std::uint16_t>(crc16(hash_tag(key)) % kClusterSlots);
 }
+
+// A key named after `key` + `suffix` in the slot of `key`, so that one script may use both on a
+// cluster: `key` + `suffix` when `key` has a hash tag, "{key}" + `suffix` when it has none (and
+// no '}' that would end the new tag early), else "{t}" + `key` + `suffix` with a short tag t of
+// the same slot.
+std::string same_slot_key(std::string_view key, std::string_view suffix);
 
 }  // namespace leasehold
