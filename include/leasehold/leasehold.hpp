@@ -12,6 +12,7 @@
 #include "leasehold/lock.hpp"
 #include "leasehold/log.hpp"
 #include "leasehold/query.hpp"
+#include "leasehold/queue.hpp"
 #include "leasehold/reply.hpp"
 #include "leasehold/request.hpp"
 #include "leasehold/rwlock.hpp"

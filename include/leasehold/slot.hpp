@@ -54,10 +54,10 @@ constexpr std::uint16_t key_slot(std::string_view key) noexcept {
   return static_cast<std::uint16_t>(crc16(hash_tag(key)) % kClusterSlots);
 }
 
-// A key named after `key` + `suffix` in the slot of `key`, so that one script may use both on a
-// cluster: `key` + `suffix` when `key` has a hash tag, "{key}" + `suffix` when it has none (and
-// no '}' that would end the new tag early), else "{t}" + `key` + `suffix` with a short tag t of
-// the same slot.
+// A key named after `key` + `suffix`, in the slot of `key`, so that one script may use both on a
+// cluster; it starts with `key` (as ACL key patterns see it). `key` + `suffix` when `key` has a
+// hash tag; `key` + `suffix` + "{key}" when it has no brace; else `key` with its braces and '%'
+// escaped, `suffix`, and a short tag of the same slot.
 std::string same_slot_key(std::string_view key, std::string_view suffix);
 
 }  // namespace leasehold

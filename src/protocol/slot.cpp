@@ -27,16 +27,30 @@ const std::vector<std::string>& tags_by_slot() {
 
 std::string same_slot_key(std::string_view key, std::string_view suffix) {
   std::string out;
-  if (hash_tag(key) != key) {
+  if (hash_tag(key) != key) {  // a tagged key: the same tag
     out.reserve(key.size() + suffix.size());
     out.append(key).append(suffix);
-  } else if (!key.empty() && key.find('}') == std::string_view::npos) {
-    out.reserve(key.size() + suffix.size() + 2);
-    out.append("{").append(key).append("}").append(suffix);
+  } else if (!key.empty() && key.find_first_of("{}") == std::string_view::npos) {
+    // The key itself as the tag, after the name: the name still starts with the key (and its
+    // prefix, which ACL key patterns match).
+    out.reserve(2 * key.size() + suffix.size() + 2);
+    out.append(key).append(suffix).append("{").append(key).append("}");
   } else {
+    // Braces in the key would end a tag early: they are escaped (and '%', so that no two keys
+    // give one name), and a short tag of the key's slot ends the name.
     const std::string& tag = tags_by_slot()[key_slot(key)];
-    out.reserve(tag.size() + key.size() + suffix.size() + 2);
-    out.append("{").append(tag).append("}").append(key).append(suffix);
+    out.reserve(key.size() + suffix.size() + tag.size() + 8);
+    for (const char c : key) {
+      if (c == '{')
+        out.append("%7B");
+      else if (c == '}')
+        out.append("%7D");
+      else if (c == '%')
+        out.append("%25");
+      else
+        out.push_back(c);
+    }
+    out.append(suffix).append("{").append(tag).append("}");
   }
   return out;
 }

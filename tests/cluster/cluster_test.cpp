@@ -333,6 +333,28 @@ TEST_F(ClusterTest, UnreachableSeedsTimeOutWithAClearError) {
   EXPECT_EQ(ec, errc::command_timeout);
 }
 
+TEST_F(ClusterTest, TakingALockInTurnKeepsTheQueueInTheLocksSlot) {
+  Client redis(cluster_->url());
+  const std::string ns = unique("turn");
+  for (const Lock<std::string>& lock :
+       {Lock<std::string>(ns, 10s), Lock<std::string>(ns, 10s).with_fencing()}) {
+    for (const std::string name : {"a", "b}c", "{d}"}) {
+      auto holder = redis.process(lock.try_lock(name));
+      ASSERT_TRUE(holder);
+      const WaitTicket first;
+      const WaitTicket second;
+      EXPECT_EQ(redis.process(try_lock_in_turn(lock, name, first)).position, 1u);
+      EXPECT_EQ(redis.process(try_lock_in_turn(lock, name, second)).position, 2u);
+      ASSERT_TRUE(redis.process(holder->release()));
+      EXPECT_FALSE(redis.process(try_lock_in_turn(lock, name, second)).token);
+      const auto turn = redis.process(try_lock_in_turn(lock, name, first));
+      ASSERT_TRUE(turn.token) << name;
+      EXPECT_TRUE(redis.process(turn.token->release()));
+      EXPECT_TRUE(redis.process(leave_queue(lock, name, second)));
+    }
+  }
+}
+
 TEST_F(ClusterTest, ACallNotRoutedYetIsCancelledAtOnce) {
   ClientOptions options;
   options.command_timeout = 5s;

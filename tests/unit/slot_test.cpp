@@ -20,9 +20,11 @@ TEST(KeySlot, MatchesRedisClusterForKnownKeys) {
 
 TEST(SameSlotKey, KeepsTheSlotOfAnyKeyAndReadsPlainlyForTheUsualOnes) {
   EXPECT_EQ(same_slot_key("leasehold:Lock:jobs:import", ":queue"),
-            "{leasehold:Lock:jobs:import}:queue");
+            "leasehold:Lock:jobs:import:queue{leasehold:Lock:jobs:import}");
   EXPECT_EQ(same_slot_key("leasehold:Lock:{jobs:import}", ":queue"),
             "leasehold:Lock:{jobs:import}:queue");
+  EXPECT_EQ(same_slot_key("leasehold:Lock:a}b", ":queue").rfind("leasehold:Lock:a%7Db:queue{", 0),
+            0u);
   const std::vector<std::string> keys = {"leasehold:Lock:jobs:import",
                                          "leasehold:Lock:{jobs:import}",
                                          "a{b",
@@ -39,11 +41,15 @@ TEST(SameSlotKey, KeepsTheSlotOfAnyKeyAndReadsPlainlyForTheUsualOnes) {
     EXPECT_EQ(key_slot(derived), key_slot(key)) << "key '" << key << "' -> '" << derived << "'";
     EXPECT_NE(derived, key);
     EXPECT_NE(derived.find(":queue"), std::string::npos);
+    if (!key.empty() && key[0] != '{' && key[0] != '}') {
+      EXPECT_EQ(derived[0], key[0]) << "'" << derived << "' does not start with the key";
+    }
   }
 }
 
 TEST(SameSlotKey, DifferentKeysOrSuffixesGiveDifferentKeys) {
   EXPECT_NE(same_slot_key("a}b", ":q"), same_slot_key("a}c", ":q"));
+  EXPECT_NE(same_slot_key("a{b", ":q"), same_slot_key("a%7Bb", ":q"));
   EXPECT_NE(same_slot_key("k", ":q"), same_slot_key("k", ":e"));
 }
 

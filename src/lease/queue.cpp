@@ -1,0 +1,79 @@
+#include "leasehold/queue.hpp"
+
+namespace leasehold::detail {
+
+// KEYS[1] lock key, KEYS[2] queue, KEYS[3] tickets, KEYS[4] fence counter (fenced locks only);
+// ARGV[1] waiter id, ARGV[2] lock ttl in ms, ARGV[3] ticket ttl in ms -> {1, fence} if this id
+// holds the lock now (granted now, or already: a retry; fence 0 when not fenced), else
+// {0, the holder's PTTL (0: free, another waiter is ahead), this id's place (1: the head), the
+// head's ticket ms left (0: this id is the head)}. Waiters whose ticket ran out leave the queue.
+const Script& lock_in_turn_script() {
+  static const Script script(
+      "local fenced = KEYS[4] ~= nil\n"
+      "local function granted()\n"
+      "  redis.call('ZREM', KEYS[2], ARGV[1])\n"
+      "  redis.call('ZREM', KEYS[3], ARGV[1])\n"
+      "  if fenced then return {1, tonumber(redis.call('GET', KEYS[4]) or '0')} end\n"
+      "  return {1, 0}\n"
+      "end\n"
+      "if redis.call('GET', KEYS[1]) == ARGV[1] then return granted() end\n"
+      "local time = redis.call('TIME')\n"
+      "local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)\n"
+      "local dead = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)\n"
+      "for _, id in ipairs(dead) do redis.call('ZREM', KEYS[2], id) end\n"
+      "if #dead > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now) end\n"
+      "if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then\n"
+      "  local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')\n"
+      "  local arrival = 1\n"
+      "  if last[2] then arrival = tonumber(last[2]) + 1 end\n"
+      "  redis.call('ZADD', KEYS[2], arrival, ARGV[1])\n"
+      "end\n"
+      "local ticket = tonumber(ARGV[3])\n"
+      "redis.call('ZADD', KEYS[3], now + ticket, ARGV[1])\n"
+      "local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]\n"
+      "local holder = redis.call('PTTL', KEYS[1])\n"
+      "if head == ARGV[1] and holder == -2 then\n"
+      "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+      "  if fenced then redis.call('INCR', KEYS[4]) end\n"
+      "  return granted()\n"
+      "end\n"
+      "redis.call('PEXPIRE', KEYS[2], 2 * ticket)\n"
+      "redis.call('PEXPIRE', KEYS[3], 2 * ticket)\n"
+      "if holder == -2 then holder = 0 end\n"
+      "local head_ticket = 0\n"
+      "if head ~= ARGV[1] then\n"
+      "  head_ticket = tonumber(redis.call('ZSCORE', KEYS[3], head)) - now\n"
+      "end\n"
+      "return {0, holder, redis.call('ZRANK', KEYS[2], ARGV[1]) + 1, head_ticket}\n");
+  return script;
+}
+
+// KEYS[1] queue, KEYS[2] tickets, ARGV[1] waiter id -> 1 if the id was queued (it is not now),
+// else 0.
+const Script& leave_queue_script() {
+  static const Script script(
+      "redis.call('ZREM', KEYS[2], ARGV[1])\n"
+      "return redis.call('ZREM', KEYS[1], ARGV[1])\n");
+  return script;
+}
+
+Result<std::vector<long long>> turn_fields(const Reply& reply) {
+  if (reply.is_error())
+    return error_result<std::vector<long long>>(reply);
+  const bool well_formed = reply.type == Reply::Type::array &&
+                           (reply.elements.size() == 2 || reply.elements.size() == 4);
+  std::vector<long long> fields;
+  for (std::size_t i = 0; well_formed && i < reply.elements.size(); ++i) {
+    if (reply.elements[i].type != Reply::Type::integer)
+      break;
+    fields.push_back(reply.elements[i].integer);
+  }
+  if (!well_formed || fields.size() != reply.elements.size() ||
+      (fields[0] == 0) != (fields.size() == 4))
+    return Result<std::vector<long long>>(
+        make_error_code(errc::unexpected_reply),
+        "an unexpected reply to a try in turn: " + to_string(reply));
+  return fields;
+}
+
+}  // namespace leasehold::detail
