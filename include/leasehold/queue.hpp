@@ -5,7 +5,7 @@
 //   for (;;) {
 //     auto turn = redis.process(leasehold::try_lock_in_turn(jobs, "import", ticket));
 //     if (turn.token) break;                              // granted: the lock is ours
-//     sleep_for(std::min(turn.holder_ttl, recheck));      // or until told the lock was released
+//     sleep_for(recheck);  // or less: turn.holder_ttl, turn.head_ticket_ttl say when it may change
 //   }
 //
 // Each call enqueues the ticket (the first time) or renews it, drops the waiters whose ticket ran
