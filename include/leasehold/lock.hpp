@@ -142,6 +142,15 @@ Result<T> granted_too_late() {
                    "being released");
 }
 
+// A script's 1 or 0 as true or false; an error reply as its error.
+inline Result<bool> one_or_zero(const Reply& reply) {
+  if (reply.is_error())
+    return error_result<bool>(reply);
+  if (reply.type != Reply::Type::integer)
+    return Result<bool>(make_error_code(errc::unexpected_reply), to_string(reply));
+  return reply.integer == 1;
+}
+
 // The release (extend: false) or extend call of a lease, by its kind's scripts.
 Request lease_request(const LeaseState& state, bool extend);
 
@@ -399,13 +408,7 @@ class ReleaseLock {
 
   Request request() const { return detail::lease_request(*state_, false); }
 
-  Result<bool> parse(const Reply& reply, const Timing&) const {
-    if (reply.is_error())
-      return error_result<bool>(reply);
-    if (reply.type != Reply::Type::integer)
-      return Result<bool>(make_error_code(errc::unexpected_reply), to_string(reply));
-    return reply.integer == 1;
-  }
+  Result<bool> parse(const Reply& reply, const Timing&) const { return detail::one_or_zero(reply); }
 
  private:
   std::shared_ptr<detail::LeaseState> state_;
@@ -424,12 +427,9 @@ class ExtendLock {
   Request request() const { return detail::lease_request(*state_, true).retry_safe(); }
 
   Result<bool> parse(const Reply& reply, const Timing& timing) const {
-    if (reply.is_error())
-      return error_result<bool>(reply);
-    if (reply.type != Reply::Type::integer)
-      return Result<bool>(make_error_code(errc::unexpected_reply), to_string(reply));
-    if (reply.integer != 1)
-      return false;
+    Result<bool> extended = detail::one_or_zero(reply);
+    if (!extended || !*extended)
+      return extended;
     const Clock::time_point deadline = lease_deadline(timing.sent, state_->ttl);
     if (timing.received >= deadline)
       return false;  // too late: it may have run out meanwhile

@@ -153,13 +153,7 @@ class LeaveQueue {
     const std::string_view args[] = {id_hex_};
     return Request::script(detail::leave_queue_script(), keys, args).retry_safe();
   }
-  Result<bool> parse(const Reply& reply, const Timing&) const {
-    if (reply.is_error())
-      return error_result<bool>(reply);
-    if (reply.type != Reply::Type::integer)
-      return Result<bool>(make_error_code(errc::unexpected_reply), to_string(reply));
-    return reply.integer == 1;
-  }
+  Result<bool> parse(const Reply& reply, const Timing&) const { return detail::one_or_zero(reply); }
 
  private:
   std::string queue_;
