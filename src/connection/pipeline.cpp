@@ -66,8 +66,7 @@ bool Pipeline::on_reply(Reply&& reply) {
   Operation& front = *in_flight_.front();
   const std::size_t index = front.replies_received++;
   // Its caller already got command_timeout, or operation_aborted.
-  const bool expired = expired_in_flight_ > 0;
-  const bool dropped = expired || front.answered;
+  const bool dropped = front.answered;
   if (!dropped) {
     if (front.requests()[index].is_script() && is_noscript(reply))
       front.noscript_replies.push_back(index);
@@ -78,7 +77,7 @@ bool Pipeline::on_reply(Reply&& reply) {
     return true;
   OperationPtr done = std::move(in_flight_.front());
   in_flight_.pop_front();
-  if (expired)
+  if (expired_in_flight_ > 0)  // it was the first of them
     --expired_in_flight_;
   if (!dropped)
     finish(std::move(done));
