@@ -41,6 +41,14 @@
 
 namespace leasehold {
 
+class Client;
+
+namespace detail {
+// The transport a client runs its calls on: for what runs beside its calls on its strand
+// (waiting acquires).
+std::shared_ptr<Transport> transport_of(const Client& client) noexcept;
+}  // namespace detail
+
 class Client {
  public:
   // A client with its own I/O thread.
@@ -287,6 +295,8 @@ class Client {
     detail = std::move(outcome.detail);
     return std::move(outcome.results);
   }
+
+  friend std::shared_ptr<detail::Transport> detail::transport_of(const Client& client) noexcept;
 
   struct OwnedThread;
   std::unique_ptr<OwnedThread> owned_;  // declared first: outlives core_

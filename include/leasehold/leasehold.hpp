@@ -19,5 +19,6 @@
 #include "leasehold/slot.hpp"
 #include "leasehold/url.hpp"
 #include "leasehold/version.hpp"
+#include "leasehold/wait.hpp"
 #include "leasehold/while_held.hpp"
 #include "leasehold/with_lock.hpp"

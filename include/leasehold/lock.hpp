@@ -22,6 +22,7 @@
 
 #include "leasehold/lease.hpp"
 #include "leasehold/query.hpp"
+#include "leasehold/slot.hpp"
 
 namespace leasehold {
 
@@ -109,6 +110,27 @@ inline void append_escaped(std::string& out, std::string_view name) {
 
 const Script& lock_release_script();
 const Script& lock_extend_script();
+
+// A lock key's queue of waiters (a sorted set of their ids by arrival), their tickets (ids by the
+// time, in ms at Redis, their place runs out) and the channel on which its releases name the
+// waiter at the head: all in the slot of the key (see queue.hpp).
+inline std::string queue_key(std::string_view lock_key) {
+  return same_slot_key(lock_key, ":queue");
+}
+inline std::string tickets_key(std::string_view lock_key) {
+  return same_slot_key(lock_key, ":tickets");
+}
+inline std::string released_channel(std::string_view lock_key) {
+  return same_slot_key(lock_key, ":released");
+}
+
+// The release of the lease `id_hex` on a lock key: it tells the waiter at the head of the key's
+// queue, if any wait.
+Request lock_release_request(std::string_view key, std::string_view id_hex);
+// Lua: notify_head(queue, tickets, channel) drops the waiters whose ticket ran out and publishes
+// the id of the one at the head, if any, on the channel (sharded pub/sub; a server without it
+// publishes nothing). Part of the scripts that free a lock.
+std::string_view notify_head_lua();
 const Script& lock_try_fenced_script();
 
 // A kind of lease: the scripts that release and extend it. Both are called with the lease's keys
@@ -355,9 +377,7 @@ class TryLock {
   }
 
   std::optional<Request> on_unknown_outcome() const {
-    const std::string_view keys[] = {key_};
-    const std::string_view args[] = {{id_digits_.data(), id_digits_.size()}};
-    return Request::script(detail::lock_release_script(), keys, args);
+    return detail::lock_release_request(key_, {id_digits_.data(), id_digits_.size()});
   }
 
  private:

@@ -52,15 +52,6 @@ namespace detail {
 const Script& lock_in_turn_script();
 const Script& leave_queue_script();
 
-// A lock key's queue (a sorted set of waiter ids by arrival) and its tickets (waiter ids by the
-// time, in ms at Redis, their place runs out), in the slot of the key.
-inline std::string queue_key(std::string_view lock_key) {
-  return same_slot_key(lock_key, ":queue");
-}
-inline std::string tickets_key(std::string_view lock_key) {
-  return same_slot_key(lock_key, ":tickets");
-}
-
 Result<std::vector<long long>> turn_fields(const Reply& reply);
 
 }  // namespace detail
@@ -119,9 +110,7 @@ class TryLockInTurn {
   }
 
   std::optional<Request> on_unknown_outcome() const {
-    const std::string_view keys[] = {key_};
-    const std::string_view args[] = {id_hex_};
-    return Request::script(detail::lock_release_script(), keys, args);
+    return detail::lock_release_request(key_, id_hex_);
   }
 
  private:
@@ -144,20 +133,24 @@ class LeaveQueue {
   using effect = Write<L>;
 
   LeaveQueue(std::string_view lock_key, const WaitTicket& ticket)
-      : queue_(detail::queue_key(lock_key)),
+      : key_(lock_key),
+        queue_(detail::queue_key(lock_key)),
         tickets_(detail::tickets_key(lock_key)),
+        channel_(detail::released_channel(lock_key)),
         id_hex_(ticket.id.hex()) {}
 
   Request request() const {
-    const std::string_view keys[] = {queue_, tickets_};
-    const std::string_view args[] = {id_hex_};
+    const std::string_view keys[] = {queue_, tickets_, key_};
+    const std::string_view args[] = {id_hex_, channel_};
     return Request::script(detail::leave_queue_script(), keys, args).retry_safe();
   }
   Result<bool> parse(const Reply& reply, const Timing&) const { return detail::one_or_zero(reply); }
 
  private:
+  std::string key_;
   std::string queue_;
   std::string tickets_;
+  std::string channel_;
   std::string id_hex_;
 };
 

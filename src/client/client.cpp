@@ -229,6 +229,10 @@ void send_without_waiting(Transport& core, Request request) {
   core.submit(std::make_unique<UnwatchedRequest>(std::move(request)));
 }
 
+std::shared_ptr<Transport> transport_of(const Client& client) noexcept {
+  return client.core_;
+}
+
 Clock::time_point connection_now(const Transport& core) noexcept {
   return core.now();
 }

@@ -398,6 +398,8 @@ void ClusterCore::apply_slots(const std::vector<SlotRange>& ranges) {
   }
   for (auto& core : retired)
     core->retire();
+  if (subscriptions_)
+    subscriptions_->reroute();
   route_parked();
   notify_connect_waiters({});
   if (refresh_again_) {
@@ -513,7 +515,24 @@ void ClusterCore::fail_everything(const Failure& failure) {
   refresh_soon_timer_.cancel();
 }
 
+Notifications& ClusterCore::notifications() {
+  if (!subscriptions_) {
+    subscriptions_ = std::make_shared<ClusterSubscriptions>(
+        strand_,
+        [this](std::uint16_t slot) -> std::shared_ptr<ClientCore> {
+          Node* node = slots_.owner(slot);
+          return node != nullptr ? node->core : nullptr;
+        },
+        [this] { refresh_soon(); });
+    if (!open())
+      subscriptions_->close();
+  }
+  return *subscriptions_;
+}
+
 void ClusterCore::shut_down(const Failure& closed) {
+  if (subscriptions_)
+    subscriptions_->close();
   fail_everything(closed);
 }
 

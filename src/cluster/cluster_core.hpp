@@ -24,6 +24,7 @@
 
 #include "client_core.hpp"
 #include "cluster_router.hpp"
+#include "cluster_subscriptions.hpp"
 #include "transport.hpp"
 
 namespace leasehold::detail {
@@ -38,6 +39,7 @@ class ClusterCore final : public TransportBase {
   void start();
 
   Clock::time_point now() const noexcept override { return Clock::now(); }
+  Notifications& notifications() override;
 
  private:
   struct Node {
@@ -80,6 +82,7 @@ class ClusterCore final : public TransportBase {
   asio::awaitable<void> refresh_loop();
 
   const ClientCore::TlsContext tls_;
+  std::shared_ptr<ClusterSubscriptions> subscriptions_;  // made at the first watch
 
   std::map<std::string, Node> nodes_;  // by address; masters, and seeds being asked
   SlotMap<Node> slots_;                // points into nodes_

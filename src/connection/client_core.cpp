@@ -13,6 +13,7 @@
 #include "client_operations.hpp"
 #include "handshake.hpp"
 #include "leasehold/detail/asio_compat.hpp"
+#include "subscriber.hpp"
 #include "tls.hpp"
 
 namespace leasehold::detail {
@@ -99,7 +100,18 @@ void ClientCore::wake_writer() {
     writer_wakeup_.cancel();
 }
 
+Notifications& ClientCore::notifications() {
+  if (!subscriber_) {
+    subscriber_ = std::make_shared<Subscriber>(strand_, url_, options_, tls_context_);
+    if (!open())
+      subscriber_->close();
+  }
+  return *subscriber_;
+}
+
 void ClientCore::shut_down(const Failure& closed) {
+  if (subscriber_)
+    subscriber_->close();
   stop_io();
   fail_everything(closed);
 }
@@ -116,6 +128,8 @@ void ClientCore::retire() {
   if (closed())
     return;
   mark_closed();
+  if (subscriber_)
+    subscriber_->close();
   stop_io();
   pipeline_.retire(route_again_error(),
                    "the cluster node " + url_.address() +
@@ -135,6 +149,8 @@ ClientCore::Awaitable<void> ClientCore::run() {
       pipeline_.on_connected(Clock::now());
       backoff = options_.reconnect_delay_min;
       notify_connect_waiters({});
+      if (connection_observer_)
+        connection_observer_(true);
       if (options_.warn_on_eviction_policy && !eviction_policy_checked_) {
         eviction_policy_checked_ = true;
         submit(eviction_policy_check(url_.address()));
@@ -147,6 +163,8 @@ ClientCore::Awaitable<void> ClientCore::run() {
       if (closed())
         break;
       pipeline_.on_lost(read_failure.error ? read_failure : write_failure);
+      if (connection_observer_)
+        connection_observer_(false);
     } else {
       notify_connect_waiters(failure);
       if (failure.error == condition::fatal) {

@@ -43,6 +43,8 @@
 
 namespace leasehold::detail {
 
+class Subscriber;
+
 class ClientCore final : public TransportBase, private PipelineSink {
  public:
   using Strand = ConnectionStrand;
@@ -69,6 +71,16 @@ class ClientCore final : public TransportBase, private PipelineSink {
   // retry-safe calls in flight, complete with route_again_error() so that the cluster routes them
   // again; other calls in flight fail with connection_lost. Call on the strand.
   void retire();
+
+  // Subscriber mode, on the strand, before start(): the pipeline's pushes go to `sink`, and
+  // `observer` hears of every connection made (true) and lost (false).
+  void set_push_sink(PushSink* sink) noexcept { pipeline_.set_push_sink(sink); }
+  void set_connection_observer(UniqueFunction<void(bool)> observer) {
+    connection_observer_ = std::move(observer);
+  }
+
+  // The subscriber of this server, made at the first call (on the strand).
+  Notifications& notifications() override;
 
   // Clock::now(), except on the strand while the replies of one read are handed out: then the
   // time that read completed (see connection_now() in client.hpp).
@@ -133,7 +145,9 @@ class ClientCore final : public TransportBase, private PipelineSink {
   bool writer_waiting_ = false;  // the writer coroutine waits on writer_wakeup_
   bool delivering_ = false;      // the read loop hands out replies; it sends what they cause
   Failure silence_;  // why the connection was replaced for its silence, for the read that fails
-  bool eviction_policy_checked_ = false;  // once per client, on its first connection
+  bool eviction_policy_checked_ = false;
+  UniqueFunction<void(bool)> connection_observer_;
+  std::shared_ptr<Subscriber> subscriber_;  // once per client, on its first connection
   std::minstd_rand jitter_;
 };
 

@@ -61,6 +61,12 @@ void Pipeline::written(std::size_t size) {
 }
 
 bool Pipeline::on_reply(Reply&& reply) {
+  if (push_sink_ != nullptr &&
+      push_sink_->take(reply,
+                       in_flight_.empty()
+                           ? nullptr
+                           : &in_flight_.front()->requests()[in_flight_.front()->replies_received]))
+    return true;
   if (in_flight_.empty())
     return false;
   Operation& front = *in_flight_.front();

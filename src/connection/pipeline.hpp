@@ -40,6 +40,18 @@ class PipelineSink {
   ~PipelineSink() = default;
 };
 
+// Where a pipeline in subscriber mode hands the replies that answer no call: a server's push
+// (a published message, or a subscription it ended itself). take() says whether `reply` is one,
+// and takes it if so; `awaited` is the request the oldest call in flight waits a reply to (null
+// when none does).
+class PushSink {
+ public:
+  virtual bool take(Reply& reply, const Request* awaited) = 0;
+
+ protected:
+  ~PushSink() = default;
+};
+
 class Pipeline {
  public:
   using OperationPtr = std::unique_ptr<Operation>;
@@ -66,9 +78,11 @@ class Pipeline {
   std::string_view unsent() const noexcept { return unsent_; }
   void sent_unsent() noexcept { unsent_.clear(); }
 
-  // Reading. A reply is matched to the oldest call in flight; false if there is none (a reply
-  // nobody asked for: the stream cannot be trusted). on_read(at) says bytes came at `at`.
+  // Reading. A reply is matched to the oldest call in flight, unless the push sink takes it;
+  // false if there is none (a reply nobody asked for: the stream cannot be trusted). on_read(at)
+  // says bytes came at `at`.
   bool on_reply(Reply&& reply);
+  void set_push_sink(PushSink* sink) noexcept { push_sink_ = sink; }
   void on_read(Clock::time_point at) noexcept { read_time_ = at; }
   Clock::time_point read_time() const noexcept { return read_time_; }
 
@@ -101,6 +115,7 @@ class Pipeline {
   bool silent_too_long(Clock::time_point now);
 
   PipelineSink& sink_;
+  PushSink* push_sink_ = nullptr;
   const std::string address_;
   const std::chrono::milliseconds command_timeout_;
 

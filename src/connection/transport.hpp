@@ -12,6 +12,7 @@
 
 #include "failure.hpp"
 
+#include "leasehold/detail/notifications.hpp"
 #include "leasehold/detail/operation.hpp"
 #include "leasehold/detail/unique_function.hpp"
 #include "leasehold/options.hpp"
@@ -32,6 +33,9 @@ class Transport {
   // still going and `type` allows: terminal ends it even after it was sent (the acquire it holds
   // is cleaned up as for an unknown outcome); partial and total only before. Else does nothing.
   virtual void cancel(std::uint64_t id, asio::cancellation_type type) = 0;
+
+  // On the strand: what tells this transport's waiters of the messages on their channels.
+  virtual Notifications& notifications() = 0;
 
   // The time to count a reply as received at (see connection_now() in client.hpp).
   virtual Clock::time_point now() const noexcept = 0;

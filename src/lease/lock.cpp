@@ -2,14 +2,40 @@
 
 namespace leasehold::detail {
 
-// KEYS[1] lock key, ARGV[1] lease id -> 1 if the key held this id and was deleted, else 0.
+std::string_view notify_head_lua() {
+  return "local function notify_head(queue, tickets, channel)\n"
+         "  local time = redis.call('TIME')\n"
+         "  local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)\n"
+         "  local dead = redis.call('ZRANGEBYSCORE', tickets, '-inf', now)\n"
+         "  for _, id in ipairs(dead) do redis.call('ZREM', queue, id) end\n"
+         "  if #dead > 0 then redis.call('ZREMRANGEBYSCORE', tickets, '-inf', now) end\n"
+         "  local head = redis.call('ZRANGE', queue, 0, 0)[1]\n"
+         "  if head then redis.pcall('SPUBLISH', channel, head) end\n"
+         "end\n";
+}
+
+// KEYS[1] lock key [, KEYS[2] its queue, KEYS[3] its tickets], ARGV[1] lease id [, ARGV[2] the
+// channel of its releases] -> 1 if the key held this id and was deleted (and, with a queue, the
+// waiter at its head was told), else 0. A user whose ACL forbids looking at the queue releases
+// without telling anyone (its waiters, if any, find out at their next recheck).
 const Script& lock_release_script() {
-  static const Script script(
-      "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
-      "  return redis.call('DEL', KEYS[1])\n"
-      "end\n"
-      "return 0\n");
+  static const Script script(std::string(notify_head_lua()) +
+                             "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+                             "redis.call('DEL', KEYS[1])\n"
+                             "if KEYS[2] and redis.pcall('EXISTS', KEYS[2]) == 1 then\n"
+                             "  notify_head(KEYS[2], KEYS[3], ARGV[2])\n"
+                             "end\n"
+                             "return 1\n");
   return script;
+}
+
+Request lock_release_request(std::string_view key, std::string_view id_hex) {
+  const std::string queue = queue_key(key);
+  const std::string tickets = tickets_key(key);
+  const std::string channel = released_channel(key);
+  const std::string_view keys[] = {key, queue, tickets};
+  const std::string_view args[] = {id_hex, channel};
+  return Request::script(lock_release_script(), keys, args);
 }
 
 // KEYS[1] lock key, ARGV[1] lease id, ARGV[2] ttl in ms -> 1 if the key held this id and its TTL
@@ -38,6 +64,8 @@ const Script& lock_try_fenced_script() {
 
 Request lease_request(const LeaseState& state, bool extend) {
   const LeaseKind& kind = state.kind != nullptr ? *state.kind : kLockLease;
+  if (!extend && &kind == &kLockLease)
+    return lock_release_request(state.key, state.id_hex());
   const DecimalDigits ttl(extend ? state.ttl.count() : 0);  // a release sends no TTL
   const std::string_view args[] = {state.id_hex(), ttl.view()};
   const std::string_view keys[] = {state.key, state.second_key};

@@ -7,6 +7,7 @@ namespace leasehold::detail {
 // holds the lock now (granted now, or already: a retry; fence 0 when not fenced), else
 // {0, the holder's PTTL (0: free, another waiter is ahead), this id's place (1: the head), the
 // head's ticket ms left (0: this id is the head)}. Waiters whose ticket ran out leave the queue.
+// With no queue, a free lock is granted without one.
 const Script& lock_in_turn_script() {
   static const Script script(
       "local fenced = KEYS[4] ~= nil\n"
@@ -17,6 +18,11 @@ const Script& lock_in_turn_script() {
       "  return {1, 0}\n"
       "end\n"
       "if redis.call('GET', KEYS[1]) == ARGV[1] then return granted() end\n"
+      "if redis.call('EXISTS', KEYS[2]) == 0 and\n"
+      "    redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+      "  if fenced then return {1, redis.call('INCR', KEYS[4])} end\n"
+      "  return {1, 0}\n"
+      "end\n"
       "local time = redis.call('TIME')\n"
       "local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)\n"
       "local dead = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)\n"
@@ -48,12 +54,18 @@ const Script& lock_in_turn_script() {
   return script;
 }
 
-// KEYS[1] queue, KEYS[2] tickets, ARGV[1] waiter id -> 1 if the id was queued (it is not now),
-// else 0.
+// KEYS[1] queue, KEYS[2] tickets, KEYS[3] lock key, ARGV[1] waiter id, ARGV[2] the lock's
+// release channel -> 1 if the id was queued (it is not now), else 0. A head that leaves a free
+// lock tells the waiter behind it.
 const Script& leave_queue_script() {
-  static const Script script(
-      "redis.call('ZREM', KEYS[2], ARGV[1])\n"
-      "return redis.call('ZREM', KEYS[1], ARGV[1])\n");
+  static const Script script(std::string(notify_head_lua()) +
+                             "local head = redis.call('ZRANGE', KEYS[1], 0, 0)[1] == ARGV[1]\n"
+                             "redis.call('ZREM', KEYS[2], ARGV[1])\n"
+                             "local left = redis.call('ZREM', KEYS[1], ARGV[1])\n"
+                             "if head and redis.call('EXISTS', KEYS[3]) == 0 then\n"
+                             "  notify_head(KEYS[1], KEYS[2], ARGV[2])\n"
+                             "end\n"
+                             "return left\n");
   return script;
 }
 

@@ -28,6 +28,7 @@ class NoTransport final : public Transport {
   void when_connected(UniqueFunction<void(std::error_code, std::string)>) override {}
   void close() override {}
   void cancel(std::uint64_t, asio::cancellation_type) override {}
+  Notifications& notifications() override { std::abort(); }
   Clock::time_point now() const noexcept override { return Clock::now(); }
   const RedisUrl& url() const noexcept override { return url_; }
   const ClientOptions& options() const noexcept override { return options_; }

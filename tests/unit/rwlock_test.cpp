@@ -107,7 +107,8 @@ TEST(RwLockQueries, ParseGrantsAndRefusals) {
 }
 
 // The acquire hands each token its kind of lease: a reader's release and extend run the reader
-// scripts on both keys, a writer's the writer scripts, a Lock's the lock scripts on its one key.
+// scripts on both keys, a writer's the writer scripts, a Lock's the lock scripts on its key (and,
+// for the release, on its queue, to tell the waiters).
 TEST(RwLockTokens, ReleaseAndExtendByTheScriptsOfTheirAcquire) {
   constexpr Lock<std::string> kInvoices{"invoice", 10s};
   const Clock::time_point sent{Clock::duration(1'000'000'000)};
@@ -128,11 +129,14 @@ TEST(RwLockTokens, ReleaseAndExtendByTheScriptsOfTheirAcquire) {
   EXPECT_TRUE(uses(writer.extend().request(), detail::rw_write_extend_script()));
   EXPECT_TRUE(uses(holder.release().request(), detail::lock_release_script()));
   EXPECT_TRUE(uses(holder.extend().request(), detail::lock_extend_script()));
-  // Both of an RwLock's keys (one slot); a Lock's one key.
+  // Both of an RwLock's keys (one slot); a Lock's key, and its release its queue and tickets.
   const std::string readers_key = kCatalog.readers_key("books");
   EXPECT_NE(reader.release().request().bytes().find(readers_key), std::string_view::npos);
   EXPECT_NE(writer.extend().request().bytes().find(readers_key), std::string_view::npos);
-  EXPECT_NE(holder.release().request().bytes().find("$1\r\n1\r\n"), std::string_view::npos);
+  EXPECT_NE(holder.release().request().bytes().find("$1\r\n3\r\n"), std::string_view::npos);
+  EXPECT_NE(holder.release().request().bytes().find(detail::queue_key(kInvoices.key("7"))),
+            std::string_view::npos);
+  EXPECT_NE(holder.extend().request().bytes().find("$1\r\n1\r\n"), std::string_view::npos);
   EXPECT_TRUE(writer.extend().request().is_lease_grant());
   EXPECT_FALSE(reader.release().request().is_lease_grant());
   std::ostringstream printed;

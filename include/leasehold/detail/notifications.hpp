@@ -1,0 +1,34 @@
+// What a connection tells its waiters: the messages published on channels (sharded pub/sub,
+// SSUBSCRIBE), carried by one subscriber connection per server for all of a client's watches.
+// Internal: waiting acquires use it (docs/locks.md, "Waiting for a lock").
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace leasehold::detail {
+
+enum class ChannelEvent {
+  subscribed,   // the channel is watched from now on (again, after a reconnect): look now
+  message,      // a message was published on it (the payload)
+  unavailable,  // not watched for now (no subscriber, refused, or the server ended it)
+};
+
+// Called on the transport's strand.
+using ChannelListener = std::function<void(ChannelEvent, std::string_view payload)>;
+
+class Notifications {
+ public:
+  // On the transport's strand. The listener hears of the channel until unwatch(id); its first
+  // event is `subscribed` (or `unavailable`). Watches of one channel share one subscription,
+  // which ends with the last of them.
+  virtual std::uint64_t watch(std::string channel, ChannelListener listener) = 0;
+  virtual void unwatch(std::uint64_t id) = 0;
+
+ protected:
+  ~Notifications() = default;
+};
+
+}  // namespace leasehold::detail

@@ -1,0 +1,166 @@
+// Waiting for a lock: acquires that wait until the lock is theirs or a deadline passes, told of
+// each release instead of polling, in the order the waiters started (docs/locks.md, "Waiting
+// for a lock").
+//
+//   auto token = leasehold::lock_for(redis, jobs, "import", 30s);   // std::nullopt: not in time
+//   auto token = co_await leasehold::async_lock_until(redis, jobs, "import", deadline,
+//                                                     asio::use_awaitable);
+//
+// A waiter takes a place in the name's queue (try_lock_in_turn, queue.hpp) and tries again when
+// a release names it the head of the queue (a message on a sharded pub/sub channel in the lock's
+// slot, carried by the client's one subscriber connection per server), when the holder's lease
+// runs out (a holder that crashed tells no one), when the waiter ahead of it may have died (its
+// ticket runs out), and at least every `recheck` (a lost message costs at most that). The first
+// try is at once, and one is made at the deadline before giving up. Stopping (a stop token, or
+// cancelling the async form) and giving up leave the queue at once.
+#pragma once
+
+#include <asio/associated_cancellation_slot.hpp>
+#include <asio/async_result.hpp>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+
+#include "leasehold/client.hpp"
+#include "leasehold/error.hpp"
+#include "leasehold/lock.hpp"
+#include "leasehold/queue.hpp"
+
+namespace leasehold {
+
+struct WaitOptions {
+  // The longest a waiter goes without trying again; less than ticket_ttl (each try renews the
+  // waiter's place).
+  std::chrono::milliseconds recheck{1000};
+  // How long a waiter that stopped asking (it died) keeps its place, delaying those behind it.
+  std::chrono::milliseconds ticket_ttl{2000};
+};
+
+namespace detail {
+
+// What one wait is for: the lock key and its lease's TTL, the fence counter of a fenced lock,
+// and until when.
+struct TurnWait {
+  std::string key;
+  std::chrono::milliseconds ttl;
+  std::optional<std::string> fence_key;
+  Clock::time_point deadline;
+  WaitOptions options;
+};
+
+// A wait in progress. cancel() (from any thread) ends it with operation_aborted, at once; the
+// wait then leaves the queue, and gives back a lease granted to a try that was in flight.
+class TurnWaitHandle {
+ public:
+  virtual ~TurnWaitHandle() = default;
+  virtual void cancel() = 0;
+};
+
+// Throws Error (errc::invalid_argument) for options that cannot work.
+void validate(const WaitOptions& options);
+
+// Starts a wait on `client`'s strand. `done` is called once, on that strand: with the granted
+// lease, with none (the deadline passed), or with an error (the try failed; operation_aborted:
+// cancelled).
+using TurnWaitDone =
+    UniqueFunction<void(std::error_code, std::string detail, std::shared_ptr<LeaseState>)>;
+std::shared_ptr<TurnWaitHandle> start_turn_wait(Client& client, TurnWait wait, TurnWaitDone done);
+
+template <LockNameType N>
+TurnWait turn_wait(const Lock<N>& lock, const N& name, Clock::time_point deadline,
+                   const WaitOptions& options) {
+  return TurnWait{lock.key(name), lock.ttl(),
+                  lock.fencing() ? std::optional<std::string>(lock.fence_key(name)) : std::nullopt,
+                  deadline, options};
+}
+
+}  // namespace detail
+
+// Waits for `lock`'s name until `deadline` (Clock::time_point::max(): as long as it takes):
+// the token, or std::nullopt when the deadline passed or `stop` was requested. A try that fails
+// for a transient reason (Redis down or restarting, condition::transient) is made again at the
+// recheck, and the wait throws its Error only if tries still fail at the deadline; any other
+// failure (a refused ACL, a key of the wrong type) throws at once. Not on the client's I/O
+// thread.
+template <LockNameType N>
+std::optional<LockToken<Lock<N>>> lock_until(Client& client, const Lock<N>& lock, const N& name,
+                                             Clock::time_point deadline, WaitOptions options = {},
+                                             std::stop_token stop = {}) {
+  detail::validate(options);
+  if (client.running_in_io_thread())
+    throw Error(make_error_code(errc::called_from_io_thread),
+                "lock_until() was called on the client's I/O thread; use async_lock_until()");
+  struct Outcome {
+    std::error_code error;
+    std::string detail;
+    std::shared_ptr<detail::LeaseState> state;
+  };
+  std::promise<Outcome> promise;
+  std::future<Outcome> future = promise.get_future();
+  const std::shared_ptr<detail::TurnWaitHandle> wait = detail::start_turn_wait(
+      client, detail::turn_wait(lock, name, deadline, options),
+      [&promise](std::error_code ec, std::string why, std::shared_ptr<detail::LeaseState> state) {
+        promise.set_value({ec, std::move(why), std::move(state)});
+      });
+  const std::stop_callback on_stop(stop, [&wait] { wait->cancel(); });
+  Outcome outcome = future.get();
+  if (outcome.error == asio::error::operation_aborted)
+    return std::nullopt;  // stopped
+  throw_if(outcome.error, outcome.detail);
+  if (!outcome.state)
+    return std::nullopt;
+  return detail::TokenAccess::make<LockToken<Lock<N>>>(std::move(outcome.state));
+}
+
+template <LockNameType N, class Rep, class Period>
+std::optional<LockToken<Lock<N>>> lock_for(Client& client, const Lock<N>& lock, const N& name,
+                                           std::chrono::duration<Rep, Period> timeout,
+                                           WaitOptions options = {}, std::stop_token stop = {}) {
+  return lock_until(client, lock, name,
+                    Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout), options,
+                    stop);
+}
+
+// The async form; completion signature void(std::error_code, std::optional<LockToken<Lock<N>>>).
+// Cancelling it (its handler's cancellation slot, any type) ends it with operation_aborted.
+template <LockNameType N, class Token>
+auto async_lock_until(Client& client, const Lock<N>& lock, const N& name,
+                      Clock::time_point deadline, WaitOptions options, Token&& token) {
+  using Result = std::optional<LockToken<Lock<N>>>;
+  detail::validate(options);
+  return asio::async_initiate<Token, void(std::error_code, Result)>(
+      [&client](auto handler, detail::TurnWait wait) {
+        auto slot = asio::get_associated_cancellation_slot(handler);
+        using Executor = asio::associated_executor_t<decltype(handler), asio::any_io_executor>;
+        detail::CompletionExecutor<Executor> work(
+            asio::get_associated_executor(handler, client.get_executor()));
+        auto started = detail::start_turn_wait(
+            client, std::move(wait),
+            [work = std::move(work), handler = std::move(handler)](
+                std::error_code ec, std::string,
+                std::shared_ptr<detail::LeaseState> state) mutable {
+              Result result;
+              if (state)
+                result.emplace(detail::TokenAccess::make<LockToken<Lock<N>>>(std::move(state)));
+              work.complete(std::move(handler), ec, std::move(result));
+            });
+        if (slot.is_connected())
+          slot.assign(
+              [weak = std::weak_ptr<detail::TurnWaitHandle>(started)](asio::cancellation_type) {
+                if (const auto alive = weak.lock())
+                  alive->cancel();
+              });
+      },
+      token, detail::turn_wait(lock, name, deadline, options));
+}
+
+template <LockNameType N, class Token>
+auto async_lock_until(Client& client, const Lock<N>& lock, const N& name,
+                      Clock::time_point deadline, Token&& token) {
+  return async_lock_until(client, lock, name, deadline, WaitOptions{}, std::forward<Token>(token));
+}
+
+}  // namespace leasehold

@@ -1,0 +1,85 @@
+#include "cluster_subscriptions.hpp"
+
+#include <asio/post.hpp>
+
+#include "leasehold/slot.hpp"
+
+namespace leasehold::detail {
+
+ClusterSubscriptions::ClusterSubscriptions(ConnectionStrand strand, OwnerOf owner_of,
+                                           std::function<void()> refresh_soon)
+    : strand_(std::move(strand)),
+      owner_of_(std::move(owner_of)),
+      refresh_soon_(std::move(refresh_soon)) {}
+
+std::uint64_t ClusterSubscriptions::watch(std::string channel, ChannelListener listener) {
+  const std::uint64_t id = next_id_++;
+  const std::uint16_t slot = key_slot(channel);
+  Watch& watch = watches_
+                     .emplace(id, Watch{std::move(channel),
+                                        slot,
+                                        std::make_shared<ChannelListener>(std::move(listener)),
+                                        {},
+                                        0})
+                     .first->second;
+  place(id, watch);
+  return id;
+}
+
+void ClusterSubscriptions::unwatch(std::uint64_t id) {
+  const auto found = watches_.find(id);
+  if (found == watches_.end())
+    return;
+  if (const auto node = found->second.node.lock())
+    node->notifications().unwatch(found->second.node_watch);
+  watches_.erase(found);
+}
+
+void ClusterSubscriptions::reroute() {
+  for (auto& [id, watch] : watches_) {
+    const std::shared_ptr<ClientCore> now = owner_of_(watch.slot);
+    const std::shared_ptr<ClientCore> before = watch.node.lock();
+    if (now == before && now)
+      continue;
+    if (before)
+      before->notifications().unwatch(watch.node_watch);
+    place(id, watch);
+  }
+}
+
+void ClusterSubscriptions::close() {
+  closed_ = true;
+  watches_.clear();  // the nodes' subscribers close with them
+}
+
+void ClusterSubscriptions::place(std::uint64_t id, Watch& watch) {
+  const std::shared_ptr<ClientCore> owner = closed_ ? nullptr : owner_of_(watch.slot);
+  watch.node = owner;
+  watch.node_watch = 0;
+  if (!owner) {
+    tell(watch, ChannelEvent::unavailable);
+    return;
+  }
+  watch.node_watch = owner->notifications().watch(
+      watch.channel, [weak = weak_from_this(), id](ChannelEvent event, std::string_view payload) {
+        const auto self = weak.lock();
+        if (!self || self->closed_)
+          return;
+        const auto found = self->watches_.find(id);
+        if (found == self->watches_.end())
+          return;
+        // The node ended the subscription, or could not make it: the slot may have moved.
+        if (event == ChannelEvent::unavailable)
+          self->refresh_soon_();
+        (*found->second.listener)(event, payload);
+      });
+}
+
+void ClusterSubscriptions::tell(const Watch& watch, ChannelEvent event) {
+  asio::post(strand_, [listener = std::weak_ptr<ChannelListener>(watch.listener), event] {
+    if (const auto alive = listener.lock())
+      (*alive)(event, {});
+  });
+}
+
+}  // namespace leasehold::detail

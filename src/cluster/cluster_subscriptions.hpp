@@ -1,0 +1,54 @@
+// A cluster's watches: each channel watched through the subscriber of the master that serves the
+// channel's slot (one subscriber per master for all the client's watches), and moved to the new
+// master when the slot moves (a resharding, a failover). A node that stops serving the slot ends
+// the subscription itself; the watch then hears `unavailable`, the cluster reads its slot map
+// again, and reroute() subscribes at the slot's new owner.
+//
+// On the cluster's strand.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "client_core.hpp"
+#include "leasehold/detail/notifications.hpp"
+
+namespace leasehold::detail {
+
+class ClusterSubscriptions final : public Notifications,
+                                   public std::enable_shared_from_this<ClusterSubscriptions> {
+ public:
+  using OwnerOf = std::function<std::shared_ptr<ClientCore>(std::uint16_t slot)>;
+  ClusterSubscriptions(ConnectionStrand strand, OwnerOf owner_of,
+                       std::function<void()> refresh_soon);
+
+  std::uint64_t watch(std::string channel, ChannelListener listener) override;
+  void unwatch(std::uint64_t id) override;
+
+  // After a new slot map: every watch whose slot has another owner now moves there.
+  void reroute();
+  void close();
+
+ private:
+  struct Watch {
+    std::string channel;
+    std::uint16_t slot;
+    std::shared_ptr<ChannelListener> listener;
+    std::weak_ptr<ClientCore> node;  // where it is watched now (none: no owner known)
+    std::uint64_t node_watch = 0;
+  };
+  void place(std::uint64_t id, Watch& watch);
+  void tell(const Watch& watch, ChannelEvent event);
+
+  ConnectionStrand strand_;
+  OwnerOf owner_of_;
+  std::function<void()> refresh_soon_;
+  std::map<std::uint64_t, Watch> watches_;
+  std::uint64_t next_id_ = 1;
+  bool closed_ = false;
+};
+
+}  // namespace leasehold::detail

@@ -1,0 +1,47 @@
+// The subscriber of one server: a connection of its own in subscribe mode (RESP2 sharded
+// pub/sub), made at the first watch, that carries every watch of a client on that server. What
+// to send and whom to tell is a SubscriptionSet's; this is the I/O around it.
+//
+// Everything here runs on the strand of the connection that owns it.
+#pragma once
+
+#include <memory>
+
+#include "client_core.hpp"
+#include "leasehold/detail/notifications.hpp"
+#include "pipeline.hpp"
+#include "subscription_set.hpp"
+
+namespace leasehold::detail {
+
+class Subscriber final : public Notifications,
+                         public std::enable_shared_from_this<Subscriber>,
+                         private PushSink {
+ public:
+  Subscriber(ConnectionStrand strand, RedisUrl url, ClientOptions options,
+             ClientCore::TlsContext tls);
+
+  std::uint64_t watch(std::string channel, ChannelListener listener) override;
+  void unwatch(std::uint64_t id) override;
+
+  // Ends the connection; listeners are not called again.
+  void close();
+
+  const SubscriptionSet& subscriptions() const noexcept { return set_; }
+
+ private:
+  bool take(Reply& reply, const Request* awaited) override;
+  void start();
+  void run(SubscriptionSet::Effects effects);
+  void send(const SubscriptionSet::Command& command);
+
+  ConnectionStrand strand_;
+  RedisUrl url_;
+  ClientOptions options_;
+  ClientCore::TlsContext tls_;
+  std::shared_ptr<ClientCore> core_;  // made at the first watch
+  SubscriptionSet set_;
+  bool closed_ = false;
+};
+
+}  // namespace leasehold::detail

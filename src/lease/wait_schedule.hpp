@@ -1,0 +1,35 @@
+// When a waiter refused at `now` tries again, from what its try found: no timers, no I/O.
+// TurnWaiter (wait.cpp) sets its timer by it; a release that names the waiter, or a new
+// subscription, wakes it sooner.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+
+#include "leasehold/clock.hpp"
+
+namespace leasehold::detail {
+
+struct TurnSeen {
+  std::chrono::milliseconds holder_ttl{0};  // 0: free (a waiter ahead); < 0: no TTL
+  std::size_t position = 0;                 // 1: the head
+  std::chrono::milliseconds head_ticket_ttl{0};
+};
+
+// The head tries when the holder's lease runs out (a crashed holder tells no one); the one
+// behind it when the head's ticket runs out (the head may have died); everyone at least every
+// `recheck`; no one after the deadline. A margin puts a try after the expiry at Redis, which
+// counted the TTL before the reply left.
+inline Clock::time_point next_turn_try(const TurnSeen& seen, Clock::time_point now,
+                                       std::chrono::milliseconds recheck,
+                                       Clock::time_point deadline) {
+  constexpr std::chrono::milliseconds kMargin{1};
+  Clock::time_point at = now + recheck;
+  if (seen.position == 1 && seen.holder_ttl > std::chrono::milliseconds::zero())
+    at = std::min(at, now + seen.holder_ttl + kMargin);
+  else if (seen.position == 2 && seen.head_ticket_ttl > std::chrono::milliseconds::zero())
+    at = std::min(at, now + seen.head_ticket_ttl + kMargin);
+  return std::min(at, deadline);
+}
+
+}  // namespace leasehold::detail

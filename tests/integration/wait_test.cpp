@@ -1,0 +1,272 @@
+// Waiting for a lock against a real redis-server: a release hands the lock to the waiter at the
+// head within a round trip or so, a crashed holder costs its TTL and no more, waiters get the
+// lock in the order they started, deadlines and stops end the wait on time and leave no place in
+// the queue, and a lost subscriber connection or a restarted server only delays the hand-off.
+#include <gtest/gtest.h>
+
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/io_context.hpp>
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "eventually.hpp"
+#include "leasehold/leasehold.hpp"
+#include "redis_server.hpp"
+#include "shared_server.hpp"
+
+namespace leasehold {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::eventually;
+
+// A recheck long enough that a hand-off faster than it came from a notification.
+constexpr WaitOptions kSlowRecheck{.recheck = 1900ms, .ticket_ttl = 2000ms};
+
+long long queued(const testing::RedisServer& server, const std::string& lock_key) {
+  return server.command({"ZCARD", detail::queue_key(lock_key)}).integer;
+}
+
+// Subscribers of the lock key's release channel at the server.
+long long watching(const testing::RedisServer& server, const std::string& lock_key) {
+  const Reply reply = server.command({"PUBSUB", "SHARDNUMSUB", detail::released_channel(lock_key)});
+  return reply.elements.size() == 2 ? reply.elements[1].integer : -1;
+}
+
+class WaitTest : public testing::SharedServerTest {
+ protected:
+  std::string name_ = "w" + std::to_string(unique_number());
+  Lock<std::string> locks_{"wait", 30s};
+  std::string key_ = locks_.key(name_);
+  Client redis_{server_->unix_url()};
+};
+
+TEST_F(WaitTest, AReleaseHandsTheLockToTheWaiterWithinARoundTripOrSo) {
+  auto holder = redis_.process(locks_.try_lock(name_));
+  ASSERT_TRUE(holder);
+  std::optional<LockToken<Lock<std::string>>> got;
+  Clock::time_point got_at;
+  std::thread waiter([&] {
+    got = lock_for(redis_, locks_, name_, 10s, kSlowRecheck);
+    got_at = Clock::now();
+  });
+  ASSERT_TRUE(
+      eventually([&] { return queued(*server_, key_) == 1 && watching(*server_, key_) == 1; }));
+  const Clock::time_point released_at = Clock::now();
+  ASSERT_TRUE(redis_.process(holder->release()));
+  waiter.join();
+  ASSERT_TRUE(got);
+  EXPECT_LT(got_at - released_at, 300ms);  // not the recheck (1.9 s)
+  EXPECT_EQ(server_->command({"GET", key_}).str, got->id().hex());
+  EXPECT_TRUE(redis_.process(got->release()));
+  // Nothing is left behind: no queue, no subscription.
+  EXPECT_EQ(
+      server_->command({"EXISTS", detail::queue_key(key_), detail::tickets_key(key_)}).integer, 0);
+  EXPECT_TRUE(eventually([&] { return watching(*server_, key_) == 0; }));
+}
+
+TEST_F(WaitTest, AFreeLockIsTakenAtOnceWithoutAQueueOrASubscription) {
+  const auto got = lock_for(redis_, locks_, name_, 1s);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(server_->command({"EXISTS", detail::queue_key(key_)}).integer, 0);
+  EXPECT_EQ(watching(*server_, key_), 0);
+  EXPECT_TRUE(redis_.process(got->release()));
+}
+
+TEST_F(WaitTest, ACrashedHolderCostsItsTtlAndNoMore) {
+  const Lock<std::string> short_lived{"wait", 400ms};
+  const Clock::time_point taken_at = Clock::now();
+  ASSERT_TRUE(redis_.process(short_lived.try_lock(name_)));  // never released
+  const auto got = lock_for(redis_, locks_, name_, 10s, kSlowRecheck);
+  const auto waited = Clock::now() - taken_at;
+  ASSERT_TRUE(got);
+  EXPECT_GE(waited, 390ms);
+  EXPECT_LT(waited, 400ms + 300ms);  // at the holder's expiry, not at the recheck
+  EXPECT_TRUE(redis_.process(got->release()));
+}
+
+TEST_F(WaitTest, WaitersGetTheLockInTheOrderTheyStarted) {
+  auto holder = redis_.process(locks_.try_lock(name_));
+  ASSERT_TRUE(holder);
+  constexpr int kWaiters = 10;
+  std::mutex mutex;
+  std::vector<int> order;
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < kWaiters; ++i) {
+    waiters.emplace_back([&, i] {
+      auto token = lock_for(redis_, locks_, name_, 20s);
+      ASSERT_TRUE(token);
+      {
+        std::lock_guard lock(mutex);
+        order.push_back(i);
+      }
+      EXPECT_TRUE(redis_.process(token->release()));
+    });
+    // Started 20 ms apart, and each in the queue before the next starts.
+    ASSERT_TRUE(eventually([&] { return queued(*server_, key_) == i + 1; }));
+    std::this_thread::sleep_for(20ms);  // the spacing under test, not a synchronisation
+  }
+  const Clock::time_point released_at = Clock::now();
+  ASSERT_TRUE(redis_.process(holder->release()));
+  for (auto& waiter : waiters)
+    waiter.join();
+  std::vector<int> expected;
+  for (int i = 0; i < kWaiters; ++i)
+    expected.push_back(i);
+  EXPECT_EQ(order, expected);
+  EXPECT_LT(Clock::now() - released_at, 3s);  // ten hand-offs, each told
+}
+
+TEST_F(WaitTest, ADeadlineEndsTheWaitOnTimeAndLeavesTheQueue) {
+  auto holder = redis_.process(locks_.try_lock(name_));
+  ASSERT_TRUE(holder);
+  const Clock::time_point start = Clock::now();
+  const auto got = lock_for(redis_, locks_, name_, 300ms);
+  const auto waited = Clock::now() - start;
+  EXPECT_FALSE(got);
+  EXPECT_GE(waited, 300ms);
+  EXPECT_LT(waited, 300ms + 300ms);
+  EXPECT_TRUE(eventually([&] { return queued(*server_, key_) == 0; }));
+  EXPECT_TRUE(eventually([&] { return watching(*server_, key_) == 0; }));
+  EXPECT_TRUE(redis_.process(holder->release()));
+}
+
+TEST_F(WaitTest, AStopTokenEndsTheWaitAtOnce) {
+  auto holder = redis_.process(locks_.try_lock(name_));
+  ASSERT_TRUE(holder);
+  std::stop_source stop;
+  std::optional<LockToken<Lock<std::string>>> got;
+  std::atomic<bool> returned{false};
+  std::thread waiter([&] {
+    got = lock_until(redis_, locks_, name_, Clock::time_point::max(), {}, stop.get_token());
+    returned = true;
+  });
+  ASSERT_TRUE(eventually([&] { return queued(*server_, key_) == 1; }));
+  const Clock::time_point stopped_at = Clock::now();
+  stop.request_stop();
+  ASSERT_TRUE(eventually([&] { return returned.load(); }, 1s));
+  EXPECT_LT(Clock::now() - stopped_at, 300ms);
+  waiter.join();
+  EXPECT_FALSE(got);
+  EXPECT_TRUE(eventually([&] { return queued(*server_, key_) == 0; }));
+  EXPECT_TRUE(redis_.process(holder->release()));
+}
+
+TEST_F(WaitTest, ACancelledAsyncWaitLeavesNoTicketBehind) {
+  auto holder = redis_.process(locks_.try_lock(name_));
+  ASSERT_TRUE(holder);
+  asio::io_context io;
+  Client async_redis(io.get_executor(), server_->unix_url());
+  asio::cancellation_signal cancel;
+  std::optional<std::error_code> outcome;
+  async_lock_until(async_redis, locks_, name_, Clock::time_point::max(),
+                   asio::bind_cancellation_slot(cancel.slot(), [&](std::error_code ec, auto token) {
+                     outcome = ec;
+                     EXPECT_FALSE(token);
+                   }));
+  std::thread runner([&] { io.run(); });
+  ASSERT_TRUE(eventually([&] { return queued(*server_, key_) == 1; }));
+  asio::post(io, [&] { cancel.emit(asio::cancellation_type::terminal); });
+  ASSERT_TRUE(eventually([&] { return queued(*server_, key_) == 0; }));
+  ASSERT_TRUE(eventually([&] { return watching(*server_, key_) == 0; }));
+  asio::post(io, [&] { async_redis.close(); });  // its connections keep io.run() going
+  runner.join();
+  ASSERT_TRUE(outcome);
+  EXPECT_EQ(*outcome, asio::error::operation_aborted);
+  EXPECT_EQ(watching(*server_, key_), 0);
+  EXPECT_TRUE(redis_.process(holder->release()));
+}
+
+TEST_F(WaitTest, AWaiterThatLacksTheRightToSubscribeStillGetsTheLockAtTheRecheck) {
+  server_->command({"ACL", "SETUSER", "nochannels", "on", ">pw", "~*", "resetchannels", "+@all"});
+  Client limited("unix://nochannels:pw@" + server_->socket_path());
+  auto holder = redis_.process(locks_.try_lock(name_));
+  ASSERT_TRUE(holder);
+  std::optional<LockToken<Lock<std::string>>> got;
+  Clock::time_point got_at;
+  std::thread waiter([&] {
+    got = lock_for(limited, locks_, name_, 10s, {.recheck = 300ms, .ticket_ttl = 2000ms});
+    got_at = Clock::now();
+  });
+  ASSERT_TRUE(eventually([&] { return queued(*server_, key_) == 1; }));
+  const Clock::time_point released_at = Clock::now();
+  ASSERT_TRUE(redis_.process(holder->release()));
+  waiter.join();
+  ASSERT_TRUE(got);
+  EXPECT_LT(got_at - released_at, 300ms + 300ms);
+  EXPECT_TRUE(limited.process(got->release()));
+}
+
+// 50 waiters of one client, on one subscriber connection that is killed while they wait: all get
+// the lock, one after the other, told of each release after it resubscribed.
+TEST_F(WaitTest, AKilledSubscriberConnectionOnlyDelaysTheHandOff) {
+  auto holder = redis_.process(locks_.try_lock(name_));
+  ASSERT_TRUE(holder);
+  asio::io_context io;
+  Client async_redis(io.get_executor(), server_->unix_url());
+  constexpr int kWaiters = 50;
+  std::atomic<int> granted{0};
+  std::atomic<int> released{0};
+  for (int i = 0; i < kWaiters; ++i) {
+    async_lock_until(async_redis, locks_, name_, Clock::now() + 20s,
+                     [&](std::error_code ec, auto token) {
+                       ASSERT_FALSE(ec) << ec.message();
+                       ASSERT_TRUE(token);
+                       ++granted;
+                       async_redis.async_process(token->release(), [&](std::error_code e, bool ok) {
+                         EXPECT_TRUE(!e && ok);
+                         ++released;
+                       });
+                     });
+  }
+  std::thread runner([&] { io.run(); });
+  ASSERT_TRUE(eventually(
+      [&] { return queued(*server_, key_) == kWaiters && watching(*server_, key_) == 1; }));
+  EXPECT_EQ(server_->command({"CLIENT", "KILL", "TYPE", "pubsub"}).integer, 1);
+  const Clock::time_point released_at = Clock::now();
+  ASSERT_TRUE(redis_.process(holder->release()));
+  ASSERT_TRUE(eventually([&] { return released.load() == kWaiters; }, 10s));
+  EXPECT_EQ(granted.load(), kWaiters);
+  EXPECT_LT(Clock::now() - released_at, 5s);
+  EXPECT_TRUE(eventually([&] { return watching(*server_, key_) == 0; }));
+  asio::post(io, [&] { async_redis.close(); });  // its connections keep io.run() going
+  runner.join();
+}
+
+TEST(WaitOnARestartedServer, TheWaiterGetsTheLockAfterTheServerIsBack) {
+  testing::RedisServer server;
+  const Lock<std::string> locks{"wait", 30s};
+  ClientOptions options;
+  options.command_timeout = 500ms;
+  Client redis(server.unix_url(), options);
+  ASSERT_TRUE(redis.process(locks.try_lock("job")));  // lost with the restart
+  std::optional<LockToken<Lock<std::string>>> got;
+  std::thread waiter([&] { got = lock_for(redis, locks, std::string("job"), 20s); });
+  ASSERT_TRUE(eventually([&] { return queued(server, locks.key("job")) == 1; }));
+  server.stop();
+  server.start();  // empty: the lock is free, and the queue is gone
+  waiter.join();
+  ASSERT_TRUE(got);
+  EXPECT_EQ(server.command({"GET", locks.key("job")}).str, got->id().hex());
+}
+
+TEST(WaitOptionsTest, ARecheckThatWouldLetTheTicketRunOutIsAnError) {
+  testing::RedisServer server;
+  Client redis(server.unix_url());
+  const Lock<std::string> locks{"wait", 30s};
+  try {
+    lock_for(redis, locks, std::string("x"), 1s, {.recheck = 2s, .ticket_ttl = 2s});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("shorter than the ticket TTL"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace leasehold

@@ -1,0 +1,36 @@
+// When a refused waiter tries again: the head at the holder's expiry, the one behind it at the
+// head's ticket expiry, everyone at least every recheck, no one after the deadline.
+#include <gtest/gtest.h>
+
+#include "wait_schedule.hpp"
+
+namespace leasehold::detail {
+namespace {
+
+using namespace std::chrono_literals;
+
+const Clock::time_point t0 = Clock::time_point(1000s);
+const Clock::time_point never = Clock::time_point::max();
+
+TEST(WaitSchedule, TheHeadTriesJustAfterTheHoldersLeaseRunsOut) {
+  EXPECT_EQ(next_turn_try({300ms, 1, 0ms}, t0, 1000ms, never), t0 + 301ms);
+  // A holder with longer to go, or with no TTL at all: the recheck.
+  EXPECT_EQ(next_turn_try({5000ms, 1, 0ms}, t0, 1000ms, never), t0 + 1000ms);
+  EXPECT_EQ(next_turn_try({-1ms, 1, 0ms}, t0, 1000ms, never), t0 + 1000ms);
+}
+
+TEST(WaitSchedule, TheSecondTriesWhenTheHeadsTicketRunsOut) {
+  EXPECT_EQ(next_turn_try({5000ms, 2, 400ms}, t0, 1000ms, never), t0 + 401ms);
+  // A free lock the head has not taken: the head may be dead.
+  EXPECT_EQ(next_turn_try({0ms, 2, 1500ms}, t0, 1000ms, never), t0 + 1000ms);
+  EXPECT_EQ(next_turn_try({0ms, 2, 20ms}, t0, 1000ms, never), t0 + 21ms);
+}
+
+TEST(WaitSchedule, OthersTryAtTheRecheckAndNoOneAfterTheDeadline) {
+  EXPECT_EQ(next_turn_try({100ms, 3, 100ms}, t0, 1000ms, never), t0 + 1000ms);
+  EXPECT_EQ(next_turn_try({300ms, 1, 0ms}, t0, 1000ms, t0 + 200ms), t0 + 200ms);
+  EXPECT_EQ(next_turn_try({5000ms, 7, 0ms}, t0, 1000ms, t0 + 10ms), t0 + 10ms);
+}
+
+}  // namespace
+}  // namespace leasehold::detail
