@@ -17,7 +17,6 @@ int main() {
   wait_forever.ttl = 300ms;  // short, so a crashed importer blocks the others only briefly
   wait_forever.retry_attempts = leasehold::WithLockOptions::forever;
   wait_forever.retry_delay = 50ms;
-  wait_forever.retry_jitter = 0.2;
 
   std::atomic<int> imports{0};
   std::atomic<int> failures{0};

@@ -56,6 +56,7 @@ struct TurnWait {
 class TurnWaitHandle {
  public:
   virtual ~TurnWaitHandle() = default;
+  virtual void start() = 0;
   virtual void cancel() = 0;
 };
 
@@ -67,7 +68,9 @@ void validate(const WaitOptions& options);
 // cancelled).
 using TurnWaitDone =
     UniqueFunction<void(std::error_code, std::string detail, std::shared_ptr<LeaseState>)>;
-std::shared_ptr<TurnWaitHandle> start_turn_wait(Client& client, TurnWait wait, TurnWaitDone done);
+// make_turn_wait() makes it and start() starts it; a wait cancelled before it started ends as
+// soon as it starts.
+std::shared_ptr<TurnWaitHandle> make_turn_wait(Client& client, TurnWait wait, TurnWaitDone done);
 
 template <LockNameType N>
 TurnWait turn_wait(const Lock<N>& lock, const N& name, Clock::time_point deadline,
@@ -75,6 +78,72 @@ TurnWait turn_wait(const Lock<N>& lock, const N& name, Clock::time_point deadlin
   return TurnWait{lock.key(name), lock.ttl(),
                   lock.fencing() ? std::optional<std::string>(lock.fence_key(name)) : std::nullopt,
                   deadline, options};
+}
+
+// Waits on the calling thread (not the client's I/O thread): the token of L, or none when the
+// deadline passed or either stop token was requested. Throws the failure that ended the wait.
+template <class L>
+std::optional<LockToken<L>> wait_in_turn(Client& client, TurnWait wait, std::stop_token stop,
+                                         std::stop_token also_stop = {}) {
+  struct Outcome {
+    std::error_code error;
+    std::string detail;
+    std::shared_ptr<LeaseState> state;
+  };
+  std::promise<Outcome> promise;
+  std::future<Outcome> future = promise.get_future();
+  const std::shared_ptr<TurnWaitHandle> started = make_turn_wait(
+      client, std::move(wait),
+      [&promise](std::error_code ec, std::string why, std::shared_ptr<LeaseState> state) {
+        promise.set_value({ec, std::move(why), std::move(state)});
+      });
+  started->start();
+  const std::stop_callback on_stop(stop, [&started] { started->cancel(); });
+  const std::stop_callback on_also_stop(also_stop, [&started] { started->cancel(); });
+  Outcome outcome = future.get();
+  if (outcome.error == asio::error::operation_aborted)
+    return std::nullopt;  // stopped
+  throw_if(outcome.error, outcome.detail);
+  if (!outcome.state)
+    return std::nullopt;
+  return TokenAccess::make<LockToken<L>>(std::move(outcome.state));
+}
+
+// The async form; completion signature void(std::error_code, std::optional<LockToken<L>>).
+// Cancelling it (its handler's cancellation slot, any type) or requesting `also_stop` ends it
+// with operation_aborted.
+template <class L, class Token>
+auto async_wait_in_turn(Client& client, TurnWait wait, std::stop_token also_stop, Token&& token) {
+  using Result = std::optional<LockToken<L>>;
+  return asio::async_initiate<Token, void(std::error_code, Result)>(
+      [&client](auto handler, TurnWait wait, std::stop_token also_stop) {
+        auto slot = asio::get_associated_cancellation_slot(handler);
+        using Executor = asio::associated_executor_t<decltype(handler), asio::any_io_executor>;
+        CompletionExecutor<Executor> work(
+            asio::get_associated_executor(handler, client.get_executor()));
+        // Registered before the wait starts, dropped when it ends.
+        auto on_stop = std::make_shared<std::optional<std::stop_callback<std::function<void()>>>>();
+        auto started = make_turn_wait(
+            client, std::move(wait),
+            [work = std::move(work), handler = std::move(handler), on_stop](
+                std::error_code ec, std::string, std::shared_ptr<LeaseState> state) mutable {
+              on_stop->reset();
+              Result result;
+              if (state)
+                result.emplace(TokenAccess::make<LockToken<L>>(std::move(state)));
+              work.complete(std::move(handler), ec, std::move(result));
+            });
+        const std::weak_ptr<TurnWaitHandle> weak(started);
+        const auto cancel = [weak] {
+          if (const auto alive = weak.lock())
+            alive->cancel();
+        };
+        on_stop->emplace(also_stop, cancel);
+        if (slot.is_connected())
+          slot.assign([cancel](asio::cancellation_type) { cancel(); });
+        started->start();
+      },
+      token, std::move(wait), std::move(also_stop));
 }
 
 }  // namespace detail
@@ -93,26 +162,8 @@ std::optional<LockToken<Lock<N>>> lock_until(Client& client, const Lock<N>& lock
   if (client.running_in_io_thread())
     throw Error(make_error_code(errc::called_from_io_thread),
                 "lock_until() was called on the client's I/O thread; use async_lock_until()");
-  struct Outcome {
-    std::error_code error;
-    std::string detail;
-    std::shared_ptr<detail::LeaseState> state;
-  };
-  std::promise<Outcome> promise;
-  std::future<Outcome> future = promise.get_future();
-  const std::shared_ptr<detail::TurnWaitHandle> wait = detail::start_turn_wait(
-      client, detail::turn_wait(lock, name, deadline, options),
-      [&promise](std::error_code ec, std::string why, std::shared_ptr<detail::LeaseState> state) {
-        promise.set_value({ec, std::move(why), std::move(state)});
-      });
-  const std::stop_callback on_stop(stop, [&wait] { wait->cancel(); });
-  Outcome outcome = future.get();
-  if (outcome.error == asio::error::operation_aborted)
-    return std::nullopt;  // stopped
-  throw_if(outcome.error, outcome.detail);
-  if (!outcome.state)
-    return std::nullopt;
-  return detail::TokenAccess::make<LockToken<Lock<N>>>(std::move(outcome.state));
+  return detail::wait_in_turn<Lock<N>>(client, detail::turn_wait(lock, name, deadline, options),
+                                       std::move(stop));
 }
 
 template <LockNameType N, class Rep, class Period>
@@ -129,32 +180,9 @@ std::optional<LockToken<Lock<N>>> lock_for(Client& client, const Lock<N>& lock, 
 template <LockNameType N, class Token>
 auto async_lock_until(Client& client, const Lock<N>& lock, const N& name,
                       Clock::time_point deadline, WaitOptions options, Token&& token) {
-  using Result = std::optional<LockToken<Lock<N>>>;
   detail::validate(options);
-  return asio::async_initiate<Token, void(std::error_code, Result)>(
-      [&client](auto handler, detail::TurnWait wait) {
-        auto slot = asio::get_associated_cancellation_slot(handler);
-        using Executor = asio::associated_executor_t<decltype(handler), asio::any_io_executor>;
-        detail::CompletionExecutor<Executor> work(
-            asio::get_associated_executor(handler, client.get_executor()));
-        auto started = detail::start_turn_wait(
-            client, std::move(wait),
-            [work = std::move(work), handler = std::move(handler)](
-                std::error_code ec, std::string,
-                std::shared_ptr<detail::LeaseState> state) mutable {
-              Result result;
-              if (state)
-                result.emplace(detail::TokenAccess::make<LockToken<Lock<N>>>(std::move(state)));
-              work.complete(std::move(handler), ec, std::move(result));
-            });
-        if (slot.is_connected())
-          slot.assign(
-              [weak = std::weak_ptr<detail::TurnWaitHandle>(started)](asio::cancellation_type) {
-                if (const auto alive = weak.lock())
-                  alive->cancel();
-              });
-      },
-      token, detail::turn_wait(lock, name, deadline, options));
+  return detail::async_wait_in_turn<Lock<N>>(
+      client, detail::turn_wait(lock, name, deadline, options), {}, std::forward<Token>(token));
 }
 
 template <LockNameType N, class Token>

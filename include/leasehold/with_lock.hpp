@@ -32,6 +32,7 @@
 #include "leasehold/client.hpp"
 #include "leasehold/lease_guard.hpp"
 #include "leasehold/lock.hpp"
+#include "leasehold/wait.hpp"
 
 namespace leasehold {
 
@@ -56,10 +57,13 @@ class LockLostError : public Error {
 struct WithLockOptions {
   static constexpr int forever = -1;
 
-  std::chrono::milliseconds ttl{30000};        // the lease's TTL; extended every ttl/3
-  int retry_attempts = 10;                     // more attempts after the first; forever: no end
-  std::chrono::milliseconds retry_delay{200};  // between attempts
-  double retry_jitter = 0.0;                   // 0..1: each delay is +-(jitter * delay) random
+  // The lease's TTL; extended every ttl/3.
+  std::chrono::milliseconds ttl{30000};
+  // How long a busy lock is waited for: retry_attempts x retry_delay after the first attempt
+  // (forever: no end; 0: exactly one attempt, no waiting). The waiter queues and is told of each
+  // release, so it may get the lock sooner than a retry every retry_delay would, never later.
+  int retry_attempts = 10;
+  std::chrono::milliseconds retry_delay{200};
 };
 
 class Locker;
@@ -230,9 +234,13 @@ class Locker {
   // The acquire of the lock `name` (a fenced acquire with fencing).
   TryLock<detail::WithLockTag> try_lock_query(std::string_view name,
                                               std::chrono::milliseconds ttl) const;
-  // Waits `delay` (with jitter); false if the locker shut down or `stop` was requested meanwhile.
-  bool wait_between_attempts(std::chrono::milliseconds delay, double jitter, std::stop_token stop);
-  std::chrono::milliseconds jittered(std::chrono::milliseconds delay, double jitter);
+  // Waits in turn for the lock `name` until `deadline`: the token, or nothing when the deadline
+  // passed, `stop` was requested or the locker shut down. Throws the Redis error.
+  std::optional<LockToken<detail::WithLockTag>> wait_in_turn(std::string_view name,
+                                                             std::chrono::milliseconds ttl,
+                                                             Clock::time_point deadline,
+                                                             const WaitOptions& waiting,
+                                                             std::stop_token stop);
   // Blocks until `stop` is requested; the fate of calls made after shutdown().
   void block_after_shutdown(std::stop_token stop);
   static void validate(std::string_view name, const WithLockOptions& options);
@@ -242,9 +250,9 @@ class Locker {
   void release_quietly_async(const std::shared_ptr<detail::LeaseState>& lease) noexcept;
 
  private:
-  // with_lock's acquire: the first attempt at once, then up to retry_attempts more, retry_delay
-  // apart. Nothing if the locker shut down meanwhile. Throws AcquireError (busy every time),
-  // Error(errc::closed) (`caller_stop` was requested), or the Redis error.
+  // with_lock's acquire: one attempt with retry_attempts 0, else a wait in turn of retry_attempts
+  // x retry_delay. Nothing if the locker shut down meanwhile. Throws AcquireError (busy until the
+  // end), Error(errc::closed) (`caller_stop` was requested), or the Redis error.
   std::optional<LockToken<detail::WithLockTag>> acquire(std::string_view name,
                                                         const WithLockOptions& options,
                                                         std::stop_token caller_stop);
@@ -260,6 +268,11 @@ class Locker {
   // cancellation slot say which); empty anywhere else.
   static LockContext implicit_context(const asio::any_io_executor& executor,
                                       const asio::cancellation_slot& slot);
+  detail::TurnWait turn_wait(std::string_view name, std::chrono::milliseconds ttl,
+                             Clock::time_point deadline, const WaitOptions& waiting) const;
+  // The end of with_lock's wait: retry_attempts x retry_delay from now.
+  static Clock::time_point wait_deadline(const WithLockOptions& options);
+  static AcquireError busy(std::string_view name, const WithLockOptions& options);
 
   Client& client_;
   std::string prefix_;
@@ -267,6 +280,7 @@ class Locker {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   bool shut_down_ = false;
+  std::stop_source shutdown_stop_;  // requested by shutdown(): ends the waits in turn
   HeldId next_id_ = 0;
   struct HeldLease {
     std::shared_ptr<detail::LeaseState> lease;
@@ -276,8 +290,8 @@ class Locker {
 };
 
 struct MutexOptions {
-  std::chrono::milliseconds ttl{30000};        // extended every ttl/3 while locked
-  std::chrono::milliseconds retry_delay{200};  // between attempts of lock() and try_lock_for()
+  std::chrono::milliseconds ttl{30000};  // extended every ttl/3 while locked
+  WaitOptions waiting{};                 // how lock() and try_lock_for() wait in turn
 };
 
 // A classic lock object on a with_lock key: lock(), try_lock(), try_lock_for(),
@@ -291,10 +305,10 @@ class Mutex {
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
 
-  // Waits as long as it takes; throws leasehold::Error if Redis fails, Error(errc::closed) if the
-  // locker shut down.
+  // Waits in turn as long as it takes, told of each release; throws leasehold::Error if Redis
+  // fails, Error(errc::closed) if the locker shut down.
   void lock();
-  // One attempt.
+  // One attempt, without waiting or queueing.
   bool try_lock();
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
@@ -320,6 +334,8 @@ class Mutex {
  private:
   bool try_lock_until_steady(std::chrono::steady_clock::time_point deadline);
   bool attempt();
+  bool wait_until(Clock::time_point deadline);
+  void hold(LockToken<detail::WithLockTag> token);
 
   Locker& locker_;
   std::string name_;

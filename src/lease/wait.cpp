@@ -24,7 +24,7 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
         timer_(transport_->strand()),
         done_(std::move(done)) {}
 
-  void start() {
+  void start() override {
     asio::dispatch(transport_->strand(), [self = shared_from_this()] { self->try_now(); });
   }
 
@@ -170,11 +170,8 @@ void validate(const WaitOptions& options) {
                     " ms): each try renews the waiter's place");
 }
 
-std::shared_ptr<TurnWaitHandle> start_turn_wait(Client& client, TurnWait wait, TurnWaitDone done) {
-  auto waiter =
-      std::make_shared<TurnWaiter>(transport_of(client), std::move(wait), std::move(done));
-  waiter->start();
-  return waiter;
+std::shared_ptr<TurnWaitHandle> make_turn_wait(Client& client, TurnWait wait, TurnWaitDone done) {
+  return std::make_shared<TurnWaiter>(transport_of(client), std::move(wait), std::move(done));
 }
 
 }  // namespace leasehold::detail

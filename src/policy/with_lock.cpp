@@ -1,9 +1,9 @@
 #include "leasehold/with_lock.hpp"
 
+#include <asio/redirect_error.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 #include <future>
-#include <random>
 #include <thread>
 
 #include "leasehold/detail/timer.hpp"
@@ -111,8 +111,49 @@ void Locker::validate(std::string_view name, const WithLockOptions& options) {
                 "retry_attempts must be >= 0, or WithLockOptions::forever");
   if (options.retry_delay < std::chrono::milliseconds::zero())
     throw Error(make_error_code(errc::invalid_argument), "retry_delay must not be negative");
-  if (!(options.retry_jitter >= 0.0 && options.retry_jitter <= 1.0))
-    throw Error(make_error_code(errc::invalid_argument), "retry_jitter must be between 0 and 1");
+}
+
+detail::TurnWait Locker::turn_wait(std::string_view name, std::chrono::milliseconds ttl,
+                                   Clock::time_point deadline, const WaitOptions& waiting) const {
+  return detail::TurnWait{key(name), ttl,
+                          fencing() ? std::optional<std::string>(fence_key(name)) : std::nullopt,
+                          deadline, waiting};
+}
+
+Clock::time_point Locker::wait_deadline(const WithLockOptions& options) {
+  const Clock::time_point now = Clock::now();
+  if (options.retry_attempts == WithLockOptions::forever)
+    return Clock::time_point::max();
+  // Saturates: a budget past the clock's range is forever.
+  const auto budget = std::chrono::duration<double, std::milli>(options.retry_delay) *
+                      static_cast<double>(options.retry_attempts);
+  if (budget >= std::chrono::duration<double, std::milli>(Clock::time_point::max() - now))
+    return Clock::time_point::max();
+  return now + std::chrono::duration_cast<Clock::duration>(budget);
+}
+
+AcquireError Locker::busy(std::string_view name, const WithLockOptions& options) {
+  std::string why = "could not take the lock '" + std::string(name) + "': ";
+  if (options.retry_attempts == 0)
+    return AcquireError(make_error_code(errc::lock_busy), why + "it is held (one attempt)");
+  const auto waited = std::chrono::milliseconds(options.retry_delay.count() *
+                                                static_cast<long long>(options.retry_attempts));
+  return AcquireError(make_error_code(errc::lock_busy),
+                      why + "still held after " + std::to_string(waited.count()) + " ms (" +
+                          std::to_string(options.retry_attempts) + " retries of " +
+                          std::to_string(options.retry_delay.count()) + " ms)");
+}
+
+std::optional<LockToken<detail::WithLockTag>> Locker::wait_in_turn(std::string_view name,
+                                                                   std::chrono::milliseconds ttl,
+                                                                   Clock::time_point deadline,
+                                                                   const WaitOptions& waiting,
+                                                                   std::stop_token stop) {
+  if (client_.running_in_io_thread())
+    throw Error(make_error_code(errc::called_from_io_thread),
+                "a waiting lock was called on the client's I/O thread; use async_with_lock()");
+  return detail::wait_in_turn<detail::WithLockTag>(client_, turn_wait(name, ttl, deadline, waiting),
+                                                   std::move(stop), shutdown_stop_.get_token());
 }
 
 bool Locker::is_shut_down() const {
@@ -135,31 +176,10 @@ void Locker::unregister_held(HeldId id) {
   held_.erase(id);
 }
 
-std::chrono::milliseconds Locker::jittered(std::chrono::milliseconds delay, double jitter) {
-  if (jitter <= 0.0 || delay.count() == 0)
-    return delay;
-  thread_local std::minstd_rand random(std::random_device{}());
-  std::uniform_real_distribution<double> spread(-jitter, jitter);
-  const double factor = 1.0 + spread(random);
-  return std::chrono::milliseconds(static_cast<std::int64_t>(delay.count() * factor));
-}
-
-bool Locker::wait_between_attempts(std::chrono::milliseconds delay, double jitter,
-                                   std::stop_token stop) {
+void Locker::block_after_shutdown(std::stop_token stop) {
   // The stop callback locks mutex_: it is registered (and may run at once) before the lock is
   // taken, and unregistered after it is released.
   std::stop_callback wake(stop, [this] {
-    std::lock_guard inner(mutex_);
-    changed_.notify_all();
-  });
-  std::unique_lock lock(mutex_);
-  const auto until = std::chrono::steady_clock::now() + jittered(delay, jitter);
-  changed_.wait_until(lock, until, [&] { return shut_down_ || stop.stop_requested(); });
-  return !shut_down_ && !stop.stop_requested();
-}
-
-void Locker::block_after_shutdown(std::stop_token stop) {
-  std::stop_callback wake(stop, [this] {  // before the lock: see wait_between_attempts
     std::lock_guard inner(mutex_);
     changed_.notify_all();
   });
@@ -196,6 +216,7 @@ void Locker::shutdown() noexcept {
     held_.clear();
     changed_.notify_all();
   }
+  shutdown_stop_.request_stop();  // the waits in turn end at once
   // Tell the holders first (stop tokens, lost flags): the moment the release lands, another node
   // may take the lock.
   for (auto& lease : held) {
@@ -230,21 +251,17 @@ std::optional<LockToken<detail::WithLockTag>> Locker::acquire(std::string_view n
     return Error(make_error_code(errc::closed), "with_lock was cancelled by its stop token");
   };
   std::optional<LockToken<detail::WithLockTag>> token;
-  for (int attempt = 0;; ++attempt) {
+  if (options.retry_attempts == 0) {
     token = client_.process(try_lock_query(name, options.ttl));
-    if (token)
-      break;
-    if (options.retry_attempts != WithLockOptions::forever && attempt >= options.retry_attempts) {
-      throw AcquireError(make_error_code(errc::lock_busy),
-                         "could not take the lock '" + std::string(name) + "' in " +
-                             std::to_string(attempt + 1) + " attempts");
-    }
-    if (!wait_between_attempts(options.retry_delay, options.retry_jitter, caller_stop)) {
-      if (caller_stop.stop_requested() && !is_shut_down())
-        throw cancelled();
+  } else {
+    token = wait_in_turn(name, options.ttl, wait_deadline(options), WaitOptions{}, caller_stop);
+    if (!token && is_shut_down())
       return std::nullopt;
-    }
+    if (!token && caller_stop.stop_requested())
+      throw cancelled();
   }
+  if (!token)
+    throw busy(name, options);
   // Stopped while the acquire was in flight: the lease it got anyway is given back, unused.
   if (caller_stop.stop_requested()) {
     release_quietly(token->state());
@@ -272,22 +289,21 @@ asio::awaitable<LockToken<detail::WithLockTag>> Locker::async_acquire(std::strin
   if (is_shut_down())
     co_await stay_pending();
   std::optional<LockToken<detail::WithLockTag>> token;
-  for (int attempt = 0;; ++attempt) {
+  if (options.retry_attempts == 0) {
     const TryLock<detail::WithLockTag> acquire = try_lock_query(name, options.ttl);
     token = co_await client_.async_process(acquire, asio::use_awaitable);
-    if (token)
-      break;
-    if (options.retry_attempts != WithLockOptions::forever && attempt >= options.retry_attempts) {
-      throw AcquireError(
-          make_error_code(errc::lock_busy),
-          "could not take the lock '" + name + "' in " + std::to_string(attempt + 1) + " attempts");
-    }
-    detail::Timer pause(co_await asio::this_coro::executor,
-                        jittered(options.retry_delay, options.retry_jitter));
-    co_await pause.async_wait(asio::use_awaitable);
-    if (is_shut_down())
+  } else {
+    std::error_code failed;
+    token = co_await detail::async_wait_in_turn<detail::WithLockTag>(
+        client_, turn_wait(name, options.ttl, wait_deadline(options), WaitOptions{}),
+        shutdown_stop_.get_token(), asio::redirect_error(asio::use_awaitable, failed));
+    if (failed == asio::error::operation_aborted && is_shut_down())
       co_await stay_pending();
+    if (failed)
+      throw std::system_error(failed);
   }
+  if (!token)
+    throw busy(name, options);
   // The caller may have cancelled while the acquire was in flight. A call sent cannot be taken
   // back: a lease it got anyway is given back at once, and the callback never starts.
   const asio::cancellation_state caller_state = co_await asio::this_coro::cancellation_state;
@@ -302,11 +318,20 @@ asio::awaitable<LockToken<detail::WithLockTag>> Locker::async_acquire(std::strin
 
 Mutex::Mutex(Locker& locker, std::string name, MutexOptions options)
     : locker_(locker), name_(std::move(name)), key_(locker.key(name_)), options_(options) {
-  Locker::validate(name_, WithLockOptions{options.ttl, 0, options.retry_delay, 0.0});
+  Locker::validate(name_, WithLockOptions{options.ttl, 0, std::chrono::milliseconds(0)});
+  detail::validate(options.waiting);
 }
 
 Mutex::~Mutex() {
   unlock();
+}
+
+void Mutex::hold(LockToken<detail::WithLockTag> token) {
+  LeaseGuard guard(locker_, std::move(token));
+  if (!guard)  // shut down while acquiring: given back already
+    throw Error(make_error_code(errc::closed), "the locker was shut down");
+  guard_ = std::move(guard);
+  lost_at_unlock_ = false;
 }
 
 bool Mutex::attempt() {
@@ -319,11 +344,23 @@ bool Mutex::attempt() {
   auto token = locker_.client().process(locker_.try_lock_query(name_, options_.ttl));
   if (!token)
     return false;
-  LeaseGuard guard(locker_, std::move(*token));
-  if (!guard)  // shut down while acquiring: given back already
+  hold(std::move(*token));
+  return true;
+}
+
+bool Mutex::wait_until(Clock::time_point deadline) {
+  if (guard_) {
+    throw Error(make_error_code(errc::invalid_argument),
+                "the Mutex '" + name_ + "' is already locked by this object");
+  }
+  if (locker_.is_shut_down())
     throw Error(make_error_code(errc::closed), "the locker was shut down");
-  guard_ = std::move(guard);
-  lost_at_unlock_ = false;
+  auto token = locker_.wait_in_turn(name_, options_.ttl, deadline, options_.waiting, {});
+  if (!token && locker_.is_shut_down())
+    throw Error(make_error_code(errc::closed), "the locker was shut down");
+  if (!token)
+    return false;
+  hold(std::move(*token));
   return true;
 }
 
@@ -332,24 +369,14 @@ bool Mutex::try_lock() {
 }
 
 void Mutex::lock() {
-  while (!attempt()) {
-    if (!locker_.wait_between_attempts(options_.retry_delay, 0.0, {}))
-      throw Error(make_error_code(errc::closed), "the locker was shut down");
-  }
+  wait_until(Clock::time_point::max());
 }
 
 bool Mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline) {
-  for (;;) {
-    if (attempt())
-      return true;
-    const auto left = deadline - std::chrono::steady_clock::now();
-    if (left <= std::chrono::steady_clock::duration::zero())
-      return false;
-    const auto pause = std::min<std::chrono::steady_clock::duration>(options_.retry_delay, left);
-    if (!locker_.wait_between_attempts(std::chrono::ceil<std::chrono::milliseconds>(pause), 0.0,
-                                       {}))
-      throw Error(make_error_code(errc::closed), "the locker was shut down");
-  }
+  const auto left = deadline - std::chrono::steady_clock::now();
+  if (left <= std::chrono::steady_clock::duration::zero())
+    return attempt();
+  return wait_until(Clock::now() + std::chrono::duration_cast<Clock::duration>(left));
 }
 
 void Mutex::unlock() noexcept {

@@ -104,13 +104,12 @@ TEST_F(WithLockTest, ExcludesEightThreadsAndTwoProcessesOnOneKey) {
       << "increments were lost: the critical sections overlapped";
 }
 
-TEST(WithLockRetries, DefaultsGiveUpAfterElevenAttemptsInAboutTwoSeconds) {
+TEST(WithLockRetries, DefaultsGiveUpAfterAboutTwoSecondsAndLeaveTheQueue) {
   RedisServer server;
   Client holder(server.unix_url());
   Client redis(server.unix_url());
   Locker locker(redis);
   ASSERT_TRUE(holder.process(TryLock<detail::WithLockTag>(locker.key("busy"), 30s)));
-  const long long sets_before = command_calls(server, "set");
   bool ran = false;
   const auto start = Clock::now();
   try {
@@ -118,15 +117,42 @@ TEST(WithLockRetries, DefaultsGiveUpAfterElevenAttemptsInAboutTwoSeconds) {
     FAIL() << "no AcquireError";
   } catch (const AcquireError& e) {
     EXPECT_EQ(e.code(), errc::lock_busy);
-    EXPECT_NE(std::string(e.what()).find("11 attempts"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("still held after 2000 ms (10 retries of 200 ms)"),
+              std::string::npos)
+        << e.what();
   }
   const auto waited = Clock::now() - start;
   EXPECT_FALSE(ran);
-  EXPECT_EQ(command_calls(server, "set") - sets_before, 11);
   EXPECT_GE(waited, 2s);
   EXPECT_LT(waited, 3s);
+  EXPECT_TRUE(eventually([&] {
+    return server.command({"EXISTS", detail::queue_key(locker.key("busy"))}).integer == 0;
+  })) << "the waiter that gave up kept its place in the queue";
 }
 
+// The wait is told of the release: it ends at once, long before the next retry_delay.
+TEST(WithLockRetries, AReleaseEndsTheWaitAtOnceNotAtTheNextRetry) {
+  RedisServer server;
+  Client holder(server.unix_url());
+  Client redis(server.unix_url());
+  Locker locker(redis);
+  auto held = holder.process(TryLock<detail::WithLockTag>(locker.key("busy"), 30s));
+  ASSERT_TRUE(held);
+  Clock::time_point ran_at;
+  std::thread waiter([&] {
+    locker.with_lock("busy", [&] { ran_at = Clock::now(); },
+                     {.retry_attempts = 3, .retry_delay = 5s});
+  });
+  ASSERT_TRUE(eventually([&] {
+    return server.command({"ZCARD", detail::queue_key(locker.key("busy"))}).integer == 1;
+  }));
+  const Clock::time_point released_at = Clock::now();
+  ASSERT_TRUE(holder.process(held->release()));
+  waiter.join();
+  EXPECT_LT(ran_at - released_at, 500ms);
+}
+
+// A busy lock seen by the one attempt of retry_attempts 0: no wait, no queue, one command.
 TEST(WithLockRetries, ZeroRetryAttemptsMakesExactlyOneAttempt) {
   RedisServer server;
   Client holder(server.unix_url());
@@ -134,12 +160,15 @@ TEST(WithLockRetries, ZeroRetryAttemptsMakesExactlyOneAttempt) {
   Locker locker(redis);
   ASSERT_TRUE(holder.process(TryLock<detail::WithLockTag>(locker.key("busy"), 30s)));
   const long long sets_before = command_calls(server, "set");
+  const long long scripts_before = command_calls(server, "evalsha");
   WithLockOptions once;
   once.retry_attempts = 0;
   EXPECT_THROW(locker.with_lock(
                    "busy", [] {}, once),
                AcquireError);
   EXPECT_EQ(command_calls(server, "set") - sets_before, 1);
+  EXPECT_EQ(command_calls(server, "evalsha"), scripts_before);
+  EXPECT_EQ(server.command({"EXISTS", detail::queue_key(locker.key("busy"))}).integer, 0);
 }
 
 TEST_F(WithLockTest, ForeverWaitsAndThenRuns) {
@@ -378,7 +407,7 @@ TEST_F(WithLockTest, MutexAndWithLockExcludeEachOtherAndCannotReleaseEachOthersL
   Client other(server_->unix_url());
   Locker locker(redis);
   Locker other_locker(other);
-  Mutex mutex(other_locker, name_, {.ttl = 5s, .retry_delay = 10ms});
+  Mutex mutex(other_locker, name_, {.ttl = 5s});
   {
     std::unique_lock hold(mutex);
     EXPECT_THROW(locker.with_lock(name_, [] {}, {.retry_attempts = 0}), AcquireError);
@@ -400,7 +429,7 @@ TEST_F(WithLockTest, MutexAndWithLockExcludeEachOtherAndCannotReleaseEachOthersL
 TEST_F(WithLockTest, AMutexHeldLongerThanItsTtlIsKeptAlive) {
   Client redis(server_->unix_url());
   Locker locker(redis);
-  Mutex mutex(locker, name_, {.ttl = 200ms, .retry_delay = 10ms});
+  Mutex mutex(locker, name_, {.ttl = 200ms});
   mutex.lock();
   const auto until = Clock::now() + 600ms;
   while (Clock::now() < until) {
@@ -410,6 +439,58 @@ TEST_F(WithLockTest, AMutexHeldLongerThanItsTtlIsKeptAlive) {
   EXPECT_FALSE(mutex.lost());
   mutex.unlock();
   EXPECT_EQ(server_->command({"EXISTS", locker.key(name_)}).integer, 0);
+}
+
+TEST_F(WithLockTest, AWaitingMutexIsToldOfTheUnlockAndTimedLocksEndOnTime) {
+  Client redis(server_->unix_url());
+  Client other(server_->unix_url());
+  Locker locker(redis);
+  Locker other_locker(other);
+  Mutex first(locker, name_, {.ttl = 30s});
+  Mutex second(other_locker, name_, {.ttl = 30s});
+  first.lock();
+  const auto timed_start = Clock::now();
+  EXPECT_FALSE(second.try_lock_for(300ms));
+  const auto timed = Clock::now() - timed_start;
+  EXPECT_GE(timed, 300ms);
+  EXPECT_LT(timed, 1s);
+  Clock::time_point locked_at;
+  std::thread waiter([&] {
+    second.lock();
+    locked_at = Clock::now();
+  });
+  ASSERT_TRUE(eventually([&] {
+    return server_->command({"ZCARD", detail::queue_key(first.key())}).integer == 1;
+  }));
+  const Clock::time_point unlocked_at = Clock::now();
+  first.unlock();
+  waiter.join();
+  EXPECT_LT(locked_at - unlocked_at, 500ms);
+  second.unlock();
+}
+
+TEST_F(WithLockTest, ShutdownEndsAWaitAtOnceAndLeavesTheQueue) {
+  Client holder(server_->unix_url());
+  Client redis(server_->unix_url());
+  Locker locker(redis);
+  ASSERT_TRUE(holder.process(TryLock<detail::WithLockTag>(locker.key(name_), 30s)));
+  Mutex mutex(locker, name_);
+  std::optional<std::error_code> ended;
+  std::thread waiter([&] {
+    try {
+      mutex.lock();
+    } catch (const Error& e) {
+      ended = e.code();
+    }
+  });
+  const std::string queue = detail::queue_key(locker.key(name_));
+  ASSERT_TRUE(eventually([&] { return server_->command({"ZCARD", queue}).integer == 1; }));
+  const auto start = Clock::now();
+  locker.shutdown();
+  waiter.join();
+  EXPECT_LT(Clock::now() - start, 1s);
+  EXPECT_EQ(ended, errc::closed);
+  EXPECT_TRUE(eventually([&] { return server_->command({"EXISTS", queue}).integer == 0; }));
 }
 
 TEST_F(WithLockTest, ShutdownReleasesHeldLocksAtOnceAndLaterCallsNeverRun) {

@@ -189,7 +189,6 @@ int run_with_lock(const Options& options) {
   lock_options.ttl = ms(options.number("ttl-ms", 2000));
   lock_options.retry_attempts = leasehold::WithLockOptions::forever;
   lock_options.retry_delay = ms(options.number("retry-ms", 2));
-  lock_options.retry_jitter = 0.5;
 
   // A thread's first name is given (`first-name` + its index, round the list), so that a run's
   // threads start spread over every name; the later ones are random.
