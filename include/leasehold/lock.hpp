@@ -138,13 +138,20 @@ const Script& lock_try_fenced_script();
 // TTL in ms. Both answer 1 (released; restarted for another TTL) or 0 (this id holds no lease
 // there). Each primitive defines the kinds its acquires grant and hands one to the lease state;
 // tokens, their release() and extend() and the heartbeat use it without knowing the primitive.
+// A kind whose release also tells the waiters of its name builds that request itself
+// (release_request; nullptr: the release script with the lease's keys and id).
 struct LeaseKind {
   const Script& (*release)();
   const Script& (*extend)();
+  Request (*release_request)(const LeaseState& state) = nullptr;
 };
 
+// The release of a Lock's lease, which tells the head of its queue.
+Request lock_lease_release_request(const LeaseState& state);
+
 // A Lock's lease: a key that holds the lease's id. A lease state without a kind is one.
-inline constexpr LeaseKind kLockLease{lock_release_script, lock_extend_script};
+inline constexpr LeaseKind kLockLease{lock_release_script, lock_extend_script,
+                                      lock_lease_release_request};
 
 // A fenced acquire's reply: the fencing number (>= 1) if this id holds the lease, 0 if another
 // does.

@@ -6,7 +6,8 @@
 //   if (auto writer = redis.process(catalog.try_write("books"))) { reprice_books(); ... }
 //
 // Neither call waits. A read fails while a writer holds the name; a write fails while a writer or
-// any live reader holds it. See docs/rwlock.md.
+// any live reader holds it. read_until() and write_until() (wait.hpp) wait in turn. See
+// docs/rwlock.md.
 #pragma once
 
 #include <chrono>
@@ -22,6 +23,8 @@ template <class L>
 class TryRead;
 template <class L>
 class TryWrite;
+template <class L>
+class ForceRelease;
 
 // One of a name's readers; an RwLock's writer is its name's sole holder (HolderSide).
 struct ReaderSide {
@@ -43,8 +46,18 @@ const Script& rw_read_extend_script();
 // The two kinds of lease an RwLock grants. Both have the writer key as their key and the readers'
 // sorted set as their second key: a writer's lease is the writer key holding its id, a reader's
 // is its id's member of the sorted set.
-inline constexpr LeaseKind kRwWriterLease{rw_write_release_script, rw_write_extend_script};
-inline constexpr LeaseKind kRwReaderLease{rw_read_release_script, rw_read_extend_script};
+// A release tells the waiters whose turn it is then (see rw_in_turn_script).
+Request rw_release_request(const LeaseState& state);
+inline constexpr LeaseKind kRwWriterLease{rw_write_release_script, rw_write_extend_script,
+                                          rw_release_request};
+inline constexpr LeaseKind kRwReaderLease{rw_read_release_script, rw_read_extend_script,
+                                          rw_release_request};
+
+// Waiting in turn (wait.hpp): one try of a queued reader or writer, leaving the queue, and the
+// operator's release of whoever holds a name.
+const Script& rw_in_turn_script();
+const Script& rw_leave_queue_script();
+const Script& rw_force_release_script();
 
 }  // namespace detail
 
@@ -95,6 +108,11 @@ class RwLock {
   // A query yielding std::optional<ReadToken<RwLock>>.
   TryRead<RwLock> try_read(const N& name) const {
     return TryRead<RwLock>(writer_key(name), readers_key(name), intent_key(name), ttl_);
+  }
+  // An operator's query: ends whoever holds the name (the writer, every reader, a writer's
+  // intent) and tells the waiters; yields how many of those keys it deleted.
+  ForceRelease<RwLock> force_release(const N& name) const {
+    return ForceRelease<RwLock>(writer_key(name), readers_key(name), intent_key(name));
   }
   // A query yielding std::optional<LockToken<RwLock>>.
   TryWrite<RwLock> try_write(const N& name) const {
@@ -226,6 +244,39 @@ class TryWrite : public detail::RwAcquire<LockToken<L>> {
 
  private:
   std::string intent_ttl_;
+};
+
+template <class L>
+class ForceRelease {
+ public:
+  using result_type = long long;
+  using effect = Write<L>;
+
+  ForceRelease(std::string writer_key, std::string readers_key, std::string intent_key)
+      : writer_key_(std::move(writer_key)),
+        readers_key_(std::move(readers_key)),
+        intent_key_(std::move(intent_key)) {}
+
+  Request request() const {
+    const std::string queue = detail::queue_key(writer_key_);
+    const std::string tickets = detail::tickets_key(writer_key_);
+    const std::string channel = detail::released_channel(writer_key_);
+    const std::string_view keys[] = {writer_key_, readers_key_, intent_key_, queue, tickets};
+    const std::string_view args[] = {channel};
+    return Request::script(detail::rw_force_release_script(), keys, args).retry_safe();
+  }
+  Result<long long> parse(const Reply& reply, const Timing&) const {
+    if (reply.is_error())
+      return error_result<long long>(reply);
+    if (reply.type != Reply::Type::integer)
+      return Result<long long>(make_error_code(errc::unexpected_reply), to_string(reply));
+    return reply.integer;
+  }
+
+ private:
+  std::string writer_key_;
+  std::string readers_key_;
+  std::string intent_key_;
 };
 
 }  // namespace leasehold

@@ -28,6 +28,7 @@
 #include "leasehold/error.hpp"
 #include "leasehold/lock.hpp"
 #include "leasehold/queue.hpp"
+#include "leasehold/rwlock.hpp"
 
 namespace leasehold {
 
@@ -41,14 +42,18 @@ struct WaitOptions {
 
 namespace detail {
 
-// What one wait is for: the lock key and its lease's TTL, the fence counter of a fenced lock,
-// and until when.
+// What one wait is for: a Lock, or an RwLock's read or write side; its keys and its lease's TTL,
+// the fence counter of a fenced lock, and until when.
+enum class TurnKind : char { lock, read, write };
 struct TurnWait {
-  std::string key;
+  std::string key;  // a Lock's key, an RwLock's writer key
   std::chrono::milliseconds ttl;
   std::optional<std::string> fence_key;
   Clock::time_point deadline;
   WaitOptions options;
+  TurnKind kind = TurnKind::lock;
+  std::string readers_key{};  // an RwLock's
+  std::string intent_key{};
 };
 
 // A wait in progress. cancel() (from any thread) ends it with operation_aborted, at once; the
@@ -80,11 +85,27 @@ TurnWait turn_wait(const Lock<N>& lock, const N& name, Clock::time_point deadlin
                   deadline, options};
 }
 
-// Waits on the calling thread (not the client's I/O thread): the token of L, or none when the
+template <LockNameType N>
+TurnWait turn_wait(const RwLock<N>& lock, const N& name, bool writer, Clock::time_point deadline,
+                   const WaitOptions& options) {
+  return TurnWait{
+      lock.writer_key(name),
+      lock.ttl(),
+      writer && lock.fencing() ? std::optional<std::string>(lock.fence_key(name)) : std::nullopt,
+      deadline,
+      options,
+      writer ? TurnKind::write : TurnKind::read,
+      lock.readers_key(name),
+      lock.intent_key(name)};
+}
+
+void check_not_io_thread(const Client& client, const char* what);
+
+// Waits on the calling thread (not the client's I/O thread): the Token, or none when the
 // deadline passed or either stop token was requested. Throws the failure that ended the wait.
-template <class L>
-std::optional<LockToken<L>> wait_in_turn(Client& client, TurnWait wait, std::stop_token stop,
-                                         std::stop_token also_stop = {}) {
+template <class Token>
+std::optional<Token> wait_in_turn(Client& client, TurnWait wait, std::stop_token stop,
+                                  std::stop_token also_stop = {}) {
   struct Outcome {
     std::error_code error;
     std::string detail;
@@ -106,16 +127,17 @@ std::optional<LockToken<L>> wait_in_turn(Client& client, TurnWait wait, std::sto
   throw_if(outcome.error, outcome.detail);
   if (!outcome.state)
     return std::nullopt;
-  return TokenAccess::make<LockToken<L>>(std::move(outcome.state));
+  return TokenAccess::make<Token>(std::move(outcome.state));
 }
 
-// The async form; completion signature void(std::error_code, std::optional<LockToken<L>>).
+// The async form; completion signature void(std::error_code, std::optional<Token>).
 // Cancelling it (its handler's cancellation slot, any type) or requesting `also_stop` ends it
 // with operation_aborted.
-template <class L, class Token>
-auto async_wait_in_turn(Client& client, TurnWait wait, std::stop_token also_stop, Token&& token) {
-  using Result = std::optional<LockToken<L>>;
-  return asio::async_initiate<Token, void(std::error_code, Result)>(
+template <class Token, class CompletionToken>
+auto async_wait_in_turn(Client& client, TurnWait wait, std::stop_token also_stop,
+                        CompletionToken&& token) {
+  using Result = std::optional<Token>;
+  return asio::async_initiate<CompletionToken, void(std::error_code, Result)>(
       [&client](auto handler, TurnWait wait, std::stop_token also_stop) {
         auto slot = asio::get_associated_cancellation_slot(handler);
         using Executor = asio::associated_executor_t<decltype(handler), asio::any_io_executor>;
@@ -130,7 +152,7 @@ auto async_wait_in_turn(Client& client, TurnWait wait, std::stop_token also_stop
               on_stop->reset();
               Result result;
               if (state)
-                result.emplace(TokenAccess::make<LockToken<L>>(std::move(state)));
+                result.emplace(TokenAccess::make<Token>(std::move(state)));
               work.complete(std::move(handler), ec, std::move(result));
             });
         const std::weak_ptr<TurnWaitHandle> weak(started);
@@ -159,11 +181,9 @@ std::optional<LockToken<Lock<N>>> lock_until(Client& client, const Lock<N>& lock
                                              Clock::time_point deadline, WaitOptions options = {},
                                              std::stop_token stop = {}) {
   detail::validate(options);
-  if (client.running_in_io_thread())
-    throw Error(make_error_code(errc::called_from_io_thread),
-                "lock_until() was called on the client's I/O thread; use async_lock_until()");
-  return detail::wait_in_turn<Lock<N>>(client, detail::turn_wait(lock, name, deadline, options),
-                                       std::move(stop));
+  detail::check_not_io_thread(client, "lock_until");
+  return detail::wait_in_turn<LockToken<Lock<N>>>(
+      client, detail::turn_wait(lock, name, deadline, options), std::move(stop));
 }
 
 template <LockNameType N, class Rep, class Period>
@@ -181,7 +201,7 @@ template <LockNameType N, class Token>
 auto async_lock_until(Client& client, const Lock<N>& lock, const N& name,
                       Clock::time_point deadline, WaitOptions options, Token&& token) {
   detail::validate(options);
-  return detail::async_wait_in_turn<Lock<N>>(
+  return detail::async_wait_in_turn<LockToken<Lock<N>>>(
       client, detail::turn_wait(lock, name, deadline, options), {}, std::forward<Token>(token));
 }
 
@@ -189,6 +209,49 @@ template <LockNameType N, class Token>
 auto async_lock_until(Client& client, const Lock<N>& lock, const N& name,
                       Clock::time_point deadline, Token&& token) {
   return async_lock_until(client, lock, name, deadline, WaitOptions{}, std::forward<Token>(token));
+}
+
+// RwLock: waiting in turn for a reader's or the writer's lease, as lock_until() waits. Readers
+// queued together (no writer between them) get in together; a writer waits for the readers ahead
+// of it to end. std::nullopt: the deadline passed or `stop` was requested.
+template <LockNameType N>
+std::optional<ReadToken<RwLock<N>>> read_until(Client& client, const RwLock<N>& lock, const N& name,
+                                               Clock::time_point deadline, WaitOptions options = {},
+                                               std::stop_token stop = {}) {
+  detail::validate(options);
+  detail::check_not_io_thread(client, "read_until");
+  return detail::wait_in_turn<ReadToken<RwLock<N>>>(
+      client, detail::turn_wait(lock, name, false, deadline, options), std::move(stop));
+}
+
+template <LockNameType N>
+std::optional<LockToken<RwLock<N>>> write_until(Client& client, const RwLock<N>& lock,
+                                                const N& name, Clock::time_point deadline,
+                                                WaitOptions options = {},
+                                                std::stop_token stop = {}) {
+  detail::validate(options);
+  detail::check_not_io_thread(client, "write_until");
+  return detail::wait_in_turn<LockToken<RwLock<N>>>(
+      client, detail::turn_wait(lock, name, true, deadline, options), std::move(stop));
+}
+
+// The async forms; completion signature void(std::error_code, std::optional<token>).
+template <LockNameType N, class Token>
+auto async_read_until(Client& client, const RwLock<N>& lock, const N& name,
+                      Clock::time_point deadline, WaitOptions options, Token&& token) {
+  detail::validate(options);
+  return detail::async_wait_in_turn<ReadToken<RwLock<N>>>(
+      client, detail::turn_wait(lock, name, false, deadline, options), {},
+      std::forward<Token>(token));
+}
+
+template <LockNameType N, class Token>
+auto async_write_until(Client& client, const RwLock<N>& lock, const N& name,
+                       Clock::time_point deadline, WaitOptions options, Token&& token) {
+  detail::validate(options);
+  return detail::async_wait_in_turn<LockToken<RwLock<N>>>(
+      client, detail::turn_wait(lock, name, true, deadline, options), {},
+      std::forward<Token>(token));
 }
 
 }  // namespace leasehold

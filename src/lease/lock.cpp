@@ -38,6 +38,10 @@ Request lock_release_request(std::string_view key, std::string_view id_hex) {
   return Request::script(lock_release_script(), keys, args);
 }
 
+Request lock_lease_release_request(const LeaseState& state) {
+  return lock_release_request(state.key, state.id_hex());
+}
+
 // KEYS[1] lock key, ARGV[1] lease id, ARGV[2] ttl in ms -> 1 if the key held this id and its TTL
 // restarted, else 0. A missing key stays missing: extend never resurrects a lease.
 const Script& lock_extend_script() {
@@ -64,8 +68,8 @@ const Script& lock_try_fenced_script() {
 
 Request lease_request(const LeaseState& state, bool extend) {
   const LeaseKind& kind = state.kind != nullptr ? *state.kind : kLockLease;
-  if (!extend && &kind == &kLockLease)
-    return lock_release_request(state.key, state.id_hex());
+  if (!extend && kind.release_request != nullptr)
+    return kind.release_request(state);
   const DecimalDigits ttl(extend ? state.ttl.count() : 0);  // a release sends no TTL
   const std::string_view args[] = {state.id_hex(), ttl.view()};
   const std::string_view keys[] = {state.key, state.second_key};

@@ -12,6 +12,116 @@ namespace {
 
 struct TurnTag {};
 
+// What one try found: the lease (granted), or where the waiter stands.
+struct TurnOutcome {
+  std::shared_ptr<LeaseState> state;
+  TurnSeen seen;
+};
+
+// One try in turn of a wait, whatever it waits for: a Lock (try_lock_in_turn's script), or an
+// RwLock's read or write side (rw_in_turn_script). Retry-safe; an unknown outcome releases the
+// lease the try may have taken.
+class TurnTry {
+ public:
+  using result_type = TurnOutcome;
+  using effect = Write<TurnTag>;
+
+  TurnTry(const TurnWait& wait, const WaitTicket& ticket)
+      : wait_(wait),
+        lock_try_(wait.key, wait.ttl, wait.fence_key, ticket),
+        id_(ticket.id),
+        id_hex_(ticket.id.hex()),
+        ticket_ttl_(ticket.ttl) {}
+
+  Request request() const {
+    if (wait_.kind == TurnKind::lock)
+      return lock_try_.request();
+    const std::string queue = queue_key(wait_.key);
+    const std::string tickets = tickets_key(wait_.key);
+    const DecimalDigits ttl(wait_.ttl.count());
+    const DecimalDigits ticket_ttl(ticket_ttl_.count());
+    const std::string_view kind = wait_.kind == TurnKind::write ? "w" : "r";
+    const std::string_view args[] = {kind, id_hex_, ttl.view(), ticket_ttl.view()};
+    const std::string_view keys[] = {
+        wait_.key, wait_.readers_key, wait_.intent_key,
+        queue,     tickets,           wait_.fence_key ? std::string_view(*wait_.fence_key) : ""};
+    return Request::script(rw_in_turn_script(), std::span(keys, wait_.fence_key ? 6 : 5), args)
+        .retry_safe()
+        .grants_lease();
+  }
+
+  Result<TurnOutcome> parse(const Reply& reply, const Timing& timing) const {
+    if (wait_.kind == TurnKind::lock) {
+      Result<Turn<TurnTag>> turn = lock_try_.parse(reply, timing);
+      if (!turn)
+        return Result<TurnOutcome>(turn.error(), turn.detail());
+      if (turn->token)
+        return TurnOutcome{turn->token->state(), {}};
+      return TurnOutcome{nullptr, {turn->holder_ttl, turn->position, turn->head_ticket_ttl}};
+    }
+    Result<std::vector<long long>> fields = turn_fields(reply);
+    if (!fields)
+      return Result<TurnOutcome>(fields.error(), fields.detail());
+    const std::vector<long long>& f = *fields;
+    if (f[0] == 0)
+      return TurnOutcome{nullptr,
+                         {std::chrono::milliseconds(f[1]), static_cast<std::size_t>(f[2]),
+                          std::chrono::milliseconds(f[3])}};
+    const Clock::time_point deadline = lease_deadline(timing.sent, wait_.ttl);
+    if (timing.received >= deadline)
+      return granted_too_late<TurnOutcome>();
+    auto state = std::make_shared<LeaseState>(wait_.key, id_, wait_.ttl, deadline, &kind(),
+                                              wait_.readers_key);
+    state->fence = wait_.fence_key ? static_cast<std::uint64_t>(f[1]) : 0;
+    return TurnOutcome{std::move(state), {}};
+  }
+
+  std::optional<Request> on_unknown_outcome() const {
+    if (wait_.kind == TurnKind::lock)
+      return lock_try_.on_unknown_outcome();
+    const LeaseState state(wait_.key, id_, wait_.ttl, Clock::time_point{}, &kind(),
+                           wait_.readers_key);
+    return lease_request(state, false);
+  }
+
+  // Gives the waiter's place up (a wait that ended without the lease).
+  Request leave() const {
+    if (wait_.kind == TurnKind::lock)
+      return LeaveQueue<TurnTag>(wait_.key, WaitTicket{id_, ticket_ttl_}).request();
+    const std::string member = std::string(wait_.kind == TurnKind::write ? "w:" : "r:") + id_hex_;
+    const std::string queue = queue_key(wait_.key);
+    const std::string tickets = tickets_key(wait_.key);
+    const std::string channel = released_channel(wait_.key);
+    const std::string_view keys[] = {wait_.key, wait_.readers_key, wait_.intent_key, queue,
+                                     tickets};
+    const std::string_view args[] = {member, channel};
+    return Request::script(rw_leave_queue_script(), keys, args).retry_safe();
+  }
+
+ private:
+  const LeaseKind& kind() const {
+    return wait_.kind == TurnKind::write ? kRwWriterLease : kRwReaderLease;
+  }
+
+  TurnWait wait_;
+  TryLockInTurn<TurnTag> lock_try_;
+  LeaseId id_;
+  std::string id_hex_;
+  std::chrono::milliseconds ticket_ttl_;
+};
+
+// Whether a release's message (the ids whose turn it is, space-separated) names `id`.
+bool names(std::string_view payload, std::string_view id) {
+  for (std::size_t at = payload.find(id); at != std::string_view::npos;
+       at = payload.find(id, at + 1)) {
+    const bool starts = at == 0 || payload[at - 1] == ' ';
+    const bool ends = at + id.size() == payload.size() || payload[at + id.size()] == ' ';
+    if (starts && ends)
+      return true;
+  }
+  return false;
+}
+
 // One wait, on its transport's strand from start() to the end: the tries in turn, the watch of
 // the lock's release channel, and the timer of the next try.
 class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_this<TurnWaiter> {
@@ -19,7 +129,7 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
   TurnWaiter(std::shared_ptr<Transport> transport, TurnWait wait, TurnWaitDone done)
       : transport_(std::move(transport)),
         wait_(std::move(wait)),
-        query_(wait_.key, wait_.ttl, wait_.fence_key, ticket()),
+        query_(wait_, ticket()),
         ticket_hex_(ticket_.id.hex()),
         timer_(transport_->strand()),
         done_(std::move(done)) {}
@@ -49,19 +159,18 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
     }
     in_flight_ = true;
     again_ = false;
-    auto on_outcome = [self = shared_from_this()](Result<Turn<TurnTag>> turn) {
+    auto on_outcome = [self = shared_from_this()](Result<TurnOutcome> turn) {
       self->on_turn(std::move(turn));
     };
-    transport_->submit(
-        std::make_unique<QueryOperation<TryLockInTurn<TurnTag>, decltype(on_outcome)>>(
-            query_, connection_now(*transport_), std::move(on_outcome)));
+    transport_->submit(std::make_unique<QueryOperation<TurnTry, decltype(on_outcome)>>(
+        query_, connection_now(*transport_), std::move(on_outcome)));
   }
 
-  void on_turn(Result<Turn<TurnTag>> turn) {
+  void on_turn(Result<TurnOutcome> turn) {
     in_flight_ = false;
     if (finished_) {  // cancelled meanwhile: a lease it got anyway is given back
-      if (turn && turn->token)
-        send_without_waiting(*transport_, lease_request(*turn->token->state(), false));
+      if (turn && turn->state)
+        send_without_waiting(*transport_, lease_request(*turn->state, false));
       return;
     }
     const Clock::time_point now = Clock::now();
@@ -75,8 +184,8 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
       arm(std::min(now + wait_.options.recheck, wait_.deadline));
       return;
     }
-    if (turn->token) {
-      finish({}, {}, turn->token->state());
+    if (turn->state) {
+      finish({}, {}, std::move(turn->state));
       return;
     }
     if (last_try_ || now >= wait_.deadline) {
@@ -90,8 +199,7 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
       return;
     }
     const Clock::time_point at =
-        next_turn_try(TurnSeen{turn->holder_ttl, turn->position, turn->head_ticket_ttl}, now,
-                      wait_.options.recheck, wait_.deadline);
+        next_turn_try(turn->seen, now, wait_.options.recheck, wait_.deadline);
     arm(at);
   }
 
@@ -109,7 +217,7 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
       return;
     // Subscribed: a release may have come between the refused try and the subscription.
     if (event == ChannelEvent::subscribed ||
-        (event == ChannelEvent::message && payload == ticket_hex_)) {
+        (event == ChannelEvent::message && names(payload, ticket_hex_))) {
       ++timer_generation_;
       timer_.cancel();
       try_now();
@@ -139,14 +247,14 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
     // Given up, failed or cancelled: the place in the queue goes at once. (Sent after a try in
     // flight on the same connection, it lands after it.)
     if (!state)
-      send_without_waiting(*transport_, LeaveQueue<TurnTag>(wait_.key, ticket_).request());
+      send_without_waiting(*transport_, query_.leave());
     done_(error, std::move(detail), std::move(state));
   }
 
   std::shared_ptr<Transport> transport_;
   TurnWait wait_;
   WaitTicket ticket_;
-  TryLockInTurn<TurnTag> query_;
+  TurnTry query_;
   std::string ticket_hex_;
   BasicTimer<ConnectionStrand> timer_;
   std::uint64_t timer_generation_ = 0;
@@ -168,6 +276,12 @@ void validate(const WaitOptions& options) {
                 "the recheck interval must be positive and shorter than the ticket TTL (" +
                     std::to_string(options.ticket_ttl.count()) +
                     " ms): each try renews the waiter's place");
+}
+
+void check_not_io_thread(const Client& client, const char* what) {
+  if (client.running_in_io_thread())
+    throw Error(make_error_code(errc::called_from_io_thread),
+                std::string(what) + "() was called on the client's I/O thread; use its async form");
 }
 
 std::shared_ptr<TurnWaitHandle> make_turn_wait(Client& client, TurnWait wait, TurnWaitDone done) {

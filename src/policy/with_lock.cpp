@@ -152,7 +152,7 @@ std::optional<LockToken<detail::WithLockTag>> Locker::wait_in_turn(std::string_v
   if (client_.running_in_io_thread())
     throw Error(make_error_code(errc::called_from_io_thread),
                 "a waiting lock was called on the client's I/O thread; use async_with_lock()");
-  return detail::wait_in_turn<detail::WithLockTag>(client_, turn_wait(name, ttl, deadline, waiting),
+  return detail::wait_in_turn<LockToken<detail::WithLockTag>>(client_, turn_wait(name, ttl, deadline, waiting),
                                                    std::move(stop), shutdown_stop_.get_token());
 }
 
@@ -294,7 +294,7 @@ asio::awaitable<LockToken<detail::WithLockTag>> Locker::async_acquire(std::strin
     token = co_await client_.async_process(acquire, asio::use_awaitable);
   } else {
     std::error_code failed;
-    token = co_await detail::async_wait_in_turn<detail::WithLockTag>(
+    token = co_await detail::async_wait_in_turn<LockToken<detail::WithLockTag>>(
         client_, turn_wait(name, options.ttl, wait_deadline(options), WaitOptions{}),
         shutdown_stop_.get_token(), asio::redirect_error(asio::use_awaitable, failed));
     if (failed == asio::error::operation_aborted && is_shut_down())

@@ -9,6 +9,7 @@
 #include <asio/io_context.hpp>
 #include <atomic>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -235,6 +236,110 @@ TEST_F(WaitTest, AKilledSubscriberConnectionOnlyDelaysTheHandOff) {
   EXPECT_TRUE(eventually([&] { return watching(*server_, key_) == 0; }));
   asio::post(io, [&] { async_redis.close(); });  // its connections keep io.run() going
   runner.join();
+}
+
+class RwWaitTest : public testing::SharedServerTest {
+ protected:
+  std::string name_ = "rw" + std::to_string(unique_number());
+  RwLock<std::string> locks_{"wait", 30s};
+  std::string key_ = locks_.writer_key(name_);
+  Client redis_{server_->unix_url()};
+};
+
+// The queue: R1, R2, W2, R3 behind a writer. Its release lets R1 and R2 in together (one
+// message names both); W2 waits for them, R3 for W2 (a reader never passes a queued writer).
+TEST_F(RwWaitTest, ReadersQueuedTogetherGetInTogetherAndNoReaderPassesAQueuedWriter) {
+  auto writer = redis_.process(locks_.try_write(name_));
+  ASSERT_TRUE(writer);
+  std::mutex mutex;
+  std::vector<std::string> order;
+  const auto log = [&](const std::string& who) {
+    std::lock_guard lock(mutex);
+    order.push_back(who);
+  };
+  std::atomic<bool> readers_done{false};
+  std::vector<std::thread> waiters;
+  const auto deadline = Clock::now() + 10s;
+  const auto reader = [&](const std::string& who) {
+    return std::thread([&, who] {
+      auto token = read_until(redis_, locks_, name_, deadline, kSlowRecheck);
+      ASSERT_TRUE(token) << who;
+      log(who);
+      if (who != "R3") {
+        ASSERT_TRUE(eventually([&] { return readers_done.load(); }));
+      }
+      EXPECT_TRUE(redis_.process(token->release())) << who;
+    });
+  };
+  waiters.push_back(reader("R1"));
+  ASSERT_TRUE(eventually([&] { return queued(*server_, key_) == 1; }));
+  waiters.push_back(reader("R2"));
+  ASSERT_TRUE(eventually([&] { return queued(*server_, key_) == 2; }));
+  waiters.emplace_back([&] {
+    auto token = write_until(redis_, locks_, name_, deadline, kSlowRecheck);
+    ASSERT_TRUE(token);
+    log("W2");
+    EXPECT_TRUE(redis_.process(token->release()));
+  });
+  ASSERT_TRUE(eventually([&] { return queued(*server_, key_) == 3; }));
+  waiters.push_back(reader("R3"));
+  ASSERT_TRUE(eventually([&] { return queued(*server_, key_) == 4; }));
+  const auto released_at = Clock::now();
+  ASSERT_TRUE(redis_.process(writer->release()));
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(mutex);
+    return order.size() == 2;
+  }));
+  EXPECT_LT(Clock::now() - released_at, 1s) << "the readers were not told of the release";
+  {
+    std::lock_guard lock(mutex);
+    EXPECT_EQ(std::set<std::string>(order.begin(), order.end()),
+              (std::set<std::string>{"R1", "R2"}));
+  }
+  readers_done = true;  // the last reader's release tells W2, whose release tells R3
+  for (auto& waiter : waiters)
+    waiter.join();
+  ASSERT_EQ(order.size(), 4u);
+  EXPECT_EQ(order[2], "W2");
+  EXPECT_EQ(order[3], "R3");
+  EXPECT_LT(Clock::now() - released_at, 1500ms) << "a hand-off waited for the recheck";
+  EXPECT_EQ(queued(*server_, key_), 0);
+}
+
+TEST_F(RwWaitTest, AForcedReleaseTellsTheWaiter) {
+  ASSERT_TRUE(redis_.process(locks_.try_read(name_)));
+  std::optional<LockToken<RwLock<std::string>>> got;
+  std::thread waiter(
+      [&] { got = write_until(redis_, locks_, name_, Clock::now() + 10s, kSlowRecheck); });
+  ASSERT_TRUE(eventually([&] { return queued(*server_, key_) == 1; }));
+  const auto released_at = Clock::now();
+  EXPECT_EQ(redis_.process(locks_.force_release(name_)), 1);
+  waiter.join();
+  ASSERT_TRUE(got);
+  EXPECT_LT(Clock::now() - released_at, 1s);
+  EXPECT_TRUE(redis_.process(got->release()));
+}
+
+TEST_F(RwWaitTest, ACancelledAsyncWriteWaitLeavesTheQueue) {
+  ASSERT_TRUE(redis_.process(locks_.try_read(name_)));
+  asio::io_context io;
+  Client async_redis(io.get_executor(), server_->unix_url());
+  asio::cancellation_signal cancel;
+  std::optional<std::error_code> outcome;
+  async_write_until(
+      async_redis, locks_, name_, Clock::time_point::max(), WaitOptions{},
+      asio::bind_cancellation_slot(cancel.slot(), [&](std::error_code ec, auto token) {
+        outcome = ec;
+        EXPECT_FALSE(token);
+      }));
+  std::thread runner([&] { io.run(); });
+  ASSERT_TRUE(eventually([&] { return queued(*server_, key_) == 1; }));
+  asio::post(io, [&] { cancel.emit(asio::cancellation_type::terminal); });
+  ASSERT_TRUE(eventually([&] { return queued(*server_, key_) == 0; }));
+  ASSERT_TRUE(eventually([&] { return watching(*server_, key_) == 0; }));
+  asio::post(io, [&] { async_redis.close(); });
+  runner.join();
+  EXPECT_EQ(outcome, asio::error::operation_aborted);
 }
 
 TEST(WaitOnARestartedServer, TheWaiterGetsTheLockAfterTheServerIsBack) {
