@@ -238,13 +238,13 @@ int release_force(const Globals& globals, const std::string& name) {
   try {
     const NameStatus status = read_status(globals, redis, name);
     const auto lock = run_lock(globals, milliseconds(1000));
-    // Two DELs: the run's keys share a hash slot, the cron key has its own (a cluster runs a
-    // command only on keys of one slot). The run's fencing counter stays: fences only grow.
-    const Reply removed_run = redis.process(
-        Command{"DEL", lock.writer_key(name), lock.readers_key(name), lock.intent_key(name)});
+    // Two calls: the run's keys share a hash slot, the cron key has its own (a cluster runs a
+    // command only on keys of one slot). The run's release tells its waiters; its fencing
+    // counter stays: fences only grow.
+    const long long removed_run = redis.process(lock.force_release(name));
     const Reply removed_cron =
         redis.process(Command{"DEL", cron_lock(globals, milliseconds(1000)).key(name)});
-    const long long removed = removed_run.integer + removed_cron.integer;
+    const long long removed = removed_run + removed_cron.integer;
     std::vector<std::string> what;
     if (status.writer)
       what.push_back("the exclusive lease " + short_token(status.writer->token));

@@ -7,7 +7,9 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <stop_token>
 #include <thread>
 
 #include "cli.hpp"
@@ -74,57 +76,96 @@ struct Taken {
   int exit_code = 0;
 };
 
-// Acquire: at once, then (unless -n) every 100 ms until it is ours or --wait runs out.
+// One plain try (never queues), as with -n.
+std::optional<LeaseGuard> try_once(const RunOptions& options, Client& redis,
+                                   const RwLock<std::string>& lock) {
+  // One query value; on an unknown outcome (timeout), its id is released before leasehold
+  // exits, so that the lease it may have taken is not left orphaned.
+  const auto read = lock.try_read(options.name);
+  const auto write = lock.try_write(options.name);
+  try {
+    if (options.shared) {
+      if (auto token = redis.process(read))
+        return LeaseGuard(redis, std::move(*token));
+    } else {
+      if (auto token = redis.process(write))
+        return LeaseGuard(redis, std::move(*token));
+    }
+    return std::nullopt;
+  } catch (const Error& e) {
+    if (outcome_unknown(e.code())) {
+      const auto cleanup = options.shared ? read.on_unknown_outcome() : write.on_unknown_outcome();
+      std::error_code ignored;
+      if (cleanup)
+        redis.process(Command(std::move(*cleanup)), ignored);
+    }
+    exit_unavailable(e);
+  }
+}
+
+// Waits in turn (told of each release) until the lease is ours, --wait runs out, or a forwarded
+// signal arrives (nothing runs yet, nothing is held): the signal's number, or 0.
+std::optional<LeaseGuard> wait_in_turn(const RunOptions& options, Client& redis,
+                                       const RwLock<std::string>& lock, int& signalled) {
+  const Clock::time_point deadline =
+      options.wait ? Clock::now() + *options.wait : Clock::time_point::max();
+  std::stop_source stop;
+  std::atomic<bool> waiting{true};
+  // The forwarded signals are blocked in every thread: this one takes them while the wait runs.
+  std::thread signals([&] {
+    const sigset_t forwarded = forwarded_signals();
+    while (waiting) {
+      timespec pace{0, 50'000'000};  // how soon it notices the wait ended
+      const int signal = sigtimedwait(&forwarded, nullptr, &pace);
+      if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP) {
+        signalled = signal;
+        stop.request_stop();
+        return;
+      }
+    }
+  });
+  const auto end_signals = [&] {
+    waiting = false;
+    signals.join();
+  };
+  try {
+    std::optional<LeaseGuard> lease;
+    if (options.shared) {
+      if (auto token = read_until(redis, lock, options.name, deadline, {}, stop.get_token()))
+        lease.emplace(redis, std::move(*token));
+    } else {
+      if (auto token = write_until(redis, lock, options.name, deadline, {}, stop.get_token()))
+        lease.emplace(redis, std::move(*token));
+    }
+    end_signals();
+    return lease;
+  } catch (const Error& e) {
+    end_signals();
+    exit_unavailable(e);
+  }
+}
+
+// Acquire: at once, then (unless -n) in turn with the other waiters until it is ours or --wait
+// runs out.
 Taken take_lease(const Globals& globals, const RunOptions& options, Client& redis,
                  const RwLock<std::string>& lock) {
-  const auto started_waiting = Clock::now();
-  bool announced = false;
-  for (;;) {
-    // One query value per attempt; on an unknown outcome (timeout), its id is released before
-    // leasehold exits, so that the lease it may have taken is not left orphaned.
-    const auto read = lock.try_read(options.name);
-    const auto write = lock.try_write(options.name);
-    try {
-      if (options.shared) {
-        if (auto token = redis.process(read))
-          return Taken{LeaseGuard(redis, std::move(*token))};
-      } else {
-        if (auto token = redis.process(write))
-          return Taken{LeaseGuard(redis, std::move(*token))};
-      }
-    } catch (const Error& e) {
-      if (outcome_unknown(e.code())) {
-        const auto cleanup =
-            options.shared ? read.on_unknown_outcome() : write.on_unknown_outcome();
-        std::error_code ignored;
-        if (cleanup)
-          redis.process(Command(std::move(*cleanup)), ignored);
-      }
-      exit_unavailable(e);
-    }
-    const auto waited = Clock::now() - started_waiting;
-    if (options.nonblock || (options.wait && waited >= *options.wait)) {
-      chat(globals, "'" + options.name + "' is " + describe_holder(redis, lock, options.name) +
-                        "; giving up");
-      return Taken{.lease = std::nullopt, .exit_code = options.conflict_exit_code};
-    }
-    if (!announced) {
-      chat(globals,
-           "waiting for '" + options.name + "': " + describe_holder(redis, lock, options.name));
-      announced = true;
-    }
-    auto pause = milliseconds(100);
-    if (options.wait) {
-      const auto left = std::chrono::duration_cast<milliseconds>(*options.wait - waited);
-      pause = std::clamp(left, milliseconds(1), pause);
-    }
-    // A forwarded signal while waiting ends the wait (nothing runs yet, nothing is held).
-    const sigset_t signals = forwarded_signals();
-    timespec timeout{0, static_cast<long>(pause.count()) * 1'000'000};
-    const int signal = sigtimedwait(&signals, nullptr, &timeout);
-    if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP)
-      return Taken{.lease = std::nullopt, .exit_code = 128 + signal};
-  }
+  if (auto lease = try_once(options, redis, lock))
+    return Taken{std::move(lease)};
+  const auto give_up = [&] {
+    chat(globals,
+         "'" + options.name + "' is " + describe_holder(redis, lock, options.name) + "; giving up");
+    return Taken{.lease = std::nullopt, .exit_code = options.conflict_exit_code};
+  };
+  if (options.nonblock || (options.wait && *options.wait <= milliseconds(0)))
+    return give_up();
+  chat(globals,
+       "waiting for '" + options.name + "': " + describe_holder(redis, lock, options.name));
+  int signalled = 0;
+  if (auto lease = wait_in_turn(options, redis, lock, signalled))
+    return Taken{std::move(lease)};
+  if (signalled != 0)
+    return Taken{.lease = std::nullopt, .exit_code = 128 + signalled};
+  return give_up();
 }
 
 // How the command's group ended.

@@ -7,7 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -175,6 +177,62 @@ TEST_F(CliTest, AWaitingRunGetsInWhenTheHolderEnds) {
   EXPECT_EQ(holder.wait(), 0);
   EXPECT_EQ(waiter.wait(), 0);
   EXPECT_EQ(waiter.out(), "mine now\n");
+}
+
+// Each waiter's command appends "<index> <start ns> <end ns>": they run in the order the waiters
+// started, and each starts soon after the one before it ended (told, not polling).
+TEST_F(CliTest, WaitingRunsGoInTheOrderTheyStartedEachSoonAfterThePreviousEnds) {
+  const std::string log = file(".order");
+  const std::string queue = writer_key() + ":queue";
+  auto holder = cli({"run", name_, "--", "sleep", "0.3"});
+  ASSERT_TRUE(eventually([&] { return exists(writer_key()); }));
+  constexpr int kWaiters = 5;
+  std::deque<Cli> waiters;  // built in place: a Cli copied and destroyed kills its process
+  for (int i = 0; i < kWaiters; ++i) {
+    waiters.emplace_back(
+        std::vector<std::string>{"--redis", server_->unix_url(), "run", name_, "--", "sh", "-c",
+                                 "s=$(date +%s%N); sleep 0.05; echo " + std::to_string(i) +
+                                     " $s $(date +%s%N) >> " + log},
+        server_->dir());
+    ASSERT_TRUE(eventually([&] { return server_->command({"ZCARD", queue}).integer == i + 1; }));
+  }
+  EXPECT_EQ(holder.wait(), 0);
+  for (auto& waiter : waiters)
+    EXPECT_EQ(waiter.wait(), 0);
+  std::ifstream in(log);
+  std::vector<std::array<long long, 3>> runs;
+  for (long long index, start, end; in >> index >> start >> end;)
+    runs.push_back({index, start, end});
+  ASSERT_EQ(runs.size(), static_cast<std::size_t>(kWaiters));
+  std::vector<long long> gaps;
+  for (int i = 0; i < kWaiters; ++i) {
+    EXPECT_EQ(runs[i][0], i) << "the waiters ran out of order";
+    if (i > 0)
+      gaps.push_back((runs[i][1] - runs[i - 1][2]) / 1'000'000);
+  }
+  std::sort(gaps.begin(), gaps.end());
+  std::cout << "hand-off gaps (ms, process exit to the next command's start):";
+  for (long long gap : gaps)
+    std::cout << " " << gap;
+  std::cout << "\n";
+  EXPECT_GE(gaps.front(), 0) << "two runs overlapped";
+  EXPECT_LT(gaps.back(), 500) << "a hand-off waited for the recheck";
+  // Polling every 100 ms would make this about 50.
+  EXPECT_LT(gaps[gaps.size() / 2], 40) << "the median hand-off is no faster than polling";
+  EXPECT_FALSE(exists(queue));
+}
+
+TEST_F(CliTest, AWaitingRunEndedBySigtermExits143AndLeavesTheQueue) {
+  const std::string queue = writer_key() + ":queue";
+  auto holder = cli({"run", name_, "--", "sleep", "10"});
+  ASSERT_TRUE(eventually([&] { return exists(writer_key()); }));
+  auto waiter = cli({"run", name_, "--", "true"});
+  ASSERT_TRUE(eventually([&] { return server_->command({"ZCARD", queue}).integer == 1; }));
+  waiter.signal(SIGTERM);
+  EXPECT_EQ(waiter.wait(5s), 128 + SIGTERM);
+  EXPECT_EQ(server_->command({"ZCARD", queue}).integer, 0);
+  holder.signal(SIGTERM);
+  holder.wait();
 }
 
 // Start and end times (ms) written by children, one "start end" line each.
