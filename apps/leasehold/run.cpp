@@ -3,6 +3,8 @@
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
+#include <pthread.h>
+#include <signal.h>
 #include <time.h>
 
 #include <unistd.h>
@@ -115,7 +117,7 @@ std::optional<LeaseGuard> wait_in_turn(const RunOptions& options, Client& redis,
   std::thread signals([&] {
     const sigset_t forwarded = forwarded_signals();
     while (waiting) {
-      timespec pace{0, 50'000'000};  // how soon it notices the wait ended
+      timespec pace{1, 0};  // a safety net: end_signals() wakes it at once
       const int signal = sigtimedwait(&forwarded, nullptr, &pace);
       if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP) {
         signalled = signal;
@@ -126,6 +128,8 @@ std::optional<LeaseGuard> wait_in_turn(const RunOptions& options, Client& redis,
   });
   const auto end_signals = [&] {
     waiting = false;
+    // SIGCHLD is one of the signals it waits for, and no child runs yet: it wakes, and ends.
+    pthread_kill(signals.native_handle(), SIGCHLD);
     signals.join();
   };
   try {

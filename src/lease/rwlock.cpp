@@ -140,7 +140,9 @@ Request rw_release_request(const LeaseState& state) {
 // readers' for a writer, a writer's intent for a reader; 0: free but others go first), this
 // waiter's place (1: it goes next), the head's ticket ms left (0: this waiter is the head)}.
 // Queue members are "<kind>:<id>"; a writer goes at the head of the queue, a reader when no
-// writer is queued ahead of it. With no queue, a free lock is granted without one.
+// writer is queued ahead of it. A writer at the head that must wait for readers sets its intent
+// (PX ticket ttl), which keeps readers that do not queue out. With no queue, a free lock is
+// granted without one.
 const Script& rw_in_turn_script() {
   static const Script script(with_prelude(
       4,
@@ -196,6 +198,9 @@ const Script& rw_in_turn_script() {
       "  end\n"
       "end\n"
       "if turn and free() then return grant() end\n"
+      // The head writer keeps new readers out (its intent, as long as its place), so that
+      // readers that do not queue cannot starve it.
+      "if writer and turn then redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[4]) end\n"
       "redis.call('PEXPIRE', KEYS[4], 2 * ticket)\n"
       "redis.call('PEXPIRE', KEYS[5], 2 * ticket)\n"
       "local blocker = redis.call('PTTL', KEYS[1])\n"
@@ -213,14 +218,17 @@ const Script& rw_in_turn_script() {
 }
 
 // leave: KEYS w, r, intent, queue, tickets; ARGV member ("<kind>:<id>"), channel -> 1 if it was
-// queued (it is not now), else 0. A head that leaves a lock without a writer tells the waiters
-// whose turn it is then.
+// queued (it is not now), else 0. A writer's intent goes with it; a head that leaves a lock
+// without a writer tells the waiters whose turn it is then.
 const Script& rw_leave_queue_script() {
   static const Script script(
       with_prelude(2, std::string(notify_turns_lua()) +
                           "local head = redis.call('ZRANGE', KEYS[4], 0, 0)[1] == ARGV[1]\n"
                           "redis.call('ZREM', KEYS[5], ARGV[1])\n"
                           "local left = redis.call('ZREM', KEYS[4], ARGV[1])\n"
+                          "if redis.call('GET', KEYS[3]) == string.sub(ARGV[1], 3) then\n"
+                          "  redis.call('DEL', KEYS[3])\n"
+                          "end\n"
                           "if head and redis.call('EXISTS', KEYS[1]) == 0 then\n"
                           "  notify_turns(KEYS[4], KEYS[5], ARGV[2])\n"
                           "end\n"

@@ -306,6 +306,30 @@ TEST_F(RwWaitTest, ReadersQueuedTogetherGetInTogetherAndNoReaderPassesAQueuedWri
   EXPECT_EQ(queued(*server_, key_), 0);
 }
 
+// Readers that do not queue (try_read) cannot starve a queued writer: its intent keeps them out
+// from the moment it is at the head, and goes when it gives up.
+TEST_F(RwWaitTest, AQueuedWriterKeepsNewReadersOutUntilItGetsInOrGivesUp) {
+  auto first = redis_.process(locks_.try_read(name_));
+  ASSERT_TRUE(first);
+  std::stop_source stop;
+  std::optional<LockToken<RwLock<std::string>>> got;
+  std::thread writer([&] {
+    got = write_until(redis_, locks_, name_, Clock::now() + 10s, kSlowRecheck, stop.get_token());
+  });
+  ASSERT_TRUE(eventually([&] { return queued(*server_, key_) == 1; }));
+  EXPECT_FALSE(redis_.process(locks_.try_read(name_))) << "a reader passed the queued writer";
+  stop.request_stop();
+  writer.join();
+  EXPECT_FALSE(got);
+  ASSERT_TRUE(eventually([&] { return queued(*server_, key_) == 0; }));  // left, without a wait
+  auto later = redis_.process(locks_.try_read(name_));
+  EXPECT_TRUE(later) << "the writer's intent outlived its wait";
+  EXPECT_TRUE(redis_.process(first->release()));
+  if (later) {
+    EXPECT_TRUE(redis_.process(later->release()));
+  }
+}
+
 TEST_F(RwWaitTest, AForcedReleaseTellsTheWaiter) {
   ASSERT_TRUE(redis_.process(locks_.try_read(name_)));
   std::optional<LockToken<RwLock<std::string>>> got;
@@ -313,7 +337,8 @@ TEST_F(RwWaitTest, AForcedReleaseTellsTheWaiter) {
       [&] { got = write_until(redis_, locks_, name_, Clock::now() + 10s, kSlowRecheck); });
   ASSERT_TRUE(eventually([&] { return queued(*server_, key_) == 1; }));
   const auto released_at = Clock::now();
-  EXPECT_EQ(redis_.process(locks_.force_release(name_)), 1);
+  // The reader's set, and the intent of the writer waiting at the head.
+  EXPECT_EQ(redis_.process(locks_.force_release(name_)), 2);
   waiter.join();
   ASSERT_TRUE(got);
   EXPECT_LT(Clock::now() - released_at, 1s);
