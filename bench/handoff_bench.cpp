@@ -1,0 +1,309 @@
+// leasehold-handoff: how soon a waiter gets a lock the holder gives up, and what waiting costs
+// Redis. bench/run-handoff runs it against a private redis-server and a 3-master cluster (see
+// docs/performance.md). One line per figure, key=value:
+//
+//   rtt          the round trip of a PING through one Client (the reference)
+//   notified     release -> the waiter's lock_until returns (told by the release)
+//   polling      the same with a waiter that retries try_lock every --poll-ms (no queue)
+//   crash        the holder's key expires (never released) -> the waiter's lock_until returns
+//   load         --waiters waiters on one held name for --load-s s: Redis commands per waiter per
+//                second, next to the same number of waiters polling every --poll-ms
+//
+//   leasehold-handoff --redis URL [--samples N] [--poll-ms MS] [--waiters W] [--load-s S]
+//                     [--no-load]
+#include <algorithm>
+#include <asio/io_context.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <leasehold/leasehold.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_args.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using leasehold::Clock;
+using Micros = std::chrono::duration<double, std::micro>;
+
+struct Options {
+  std::string url;
+  std::uint64_t samples = 200;
+  std::uint64_t poll_ms = 100;
+  std::uint64_t waiters = 100;
+  std::uint64_t load_s = 10;
+  bool load = true;
+};
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr,
+               "leasehold-handoff: %s\nusage: leasehold-handoff --redis URL [--samples N] "
+               "[--poll-ms MS] [--waiters W] [--load-s S] [--no-load]\n",
+               why);
+  std::exit(64);
+}
+
+Options parse(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        usage((arg + " wants a value").c_str());
+      return argv[++i];
+    };
+    if (arg == "--redis")
+      options.url = value();
+    else if (arg == "--samples")
+      options.samples = leasehold::bench::parse_number(arg, value(), usage);
+    else if (arg == "--poll-ms")
+      options.poll_ms = leasehold::bench::parse_number(arg, value(), usage);
+    else if (arg == "--waiters")
+      options.waiters = leasehold::bench::parse_number(arg, value(), usage);
+    else if (arg == "--load-s")
+      options.load_s = leasehold::bench::parse_number(arg, value(), usage);
+    else if (arg == "--no-load")
+      options.load = false;
+    else
+      usage(("unknown argument " + arg).c_str());
+  }
+  if (options.url.empty())
+    usage("--redis URL is required");
+  if (options.samples == 0 || options.poll_ms == 0 || options.waiters == 0)
+    usage("--samples, --poll-ms and --waiters must be positive");
+  return options;
+}
+
+void report(const std::string& figure, std::vector<double> micros) {
+  std::sort(micros.begin(), micros.end());
+  const auto at = [&](double q) {
+    return micros[std::min(micros.size() - 1, static_cast<std::size_t>(q * micros.size()))];
+  };
+  std::printf("%s samples=%zu p50_us=%.1f p99_us=%.1f max_us=%.1f\n", figure.c_str(), micros.size(),
+              at(0.5), at(0.99), micros.back());
+  std::fflush(stdout);
+}
+
+// Polls against a deadline until `done` holds.
+template <class Predicate>
+void await(Predicate done) {
+  const auto deadline = Clock::now() + 10s;
+  while (!done()) {
+    if (Clock::now() > deadline) {
+      std::fprintf(stderr, "leasehold-handoff: a waiter never queued\n");
+      std::exit(1);
+    }
+    std::this_thread::yield();
+  }
+}
+
+long long queued(leasehold::Client& redis, const std::string& lock_key) {
+  return redis.process(leasehold::Command{"ZCARD", leasehold::detail::queue_key(lock_key)}).integer;
+}
+
+// What Redis counts: every command processed, the calls scripts make included.
+long long commands_processed(leasehold::Client& redis) {
+  const std::string info = redis.process(leasehold::Command{"INFO", "stats"}).str;
+  const std::string field = "total_commands_processed:";
+  const auto at = info.find(field);
+  return at == std::string::npos ? -1 : std::atoll(info.c_str() + at + field.size());
+}
+
+// The calls of the commands clients send while they wait (the tries are scripts, a poll is one
+// SET): what a waiter costs in round trips, which INFO's total does not say (it counts the calls
+// inside scripts too).
+long long client_commands(leasehold::Client& redis) {
+  const std::string info = redis.process(leasehold::Command{"INFO", "commandstats"}).str;
+  long long calls = 0;
+  for (const char* command : {"evalsha", "eval", "set", "ssubscribe", "sunsubscribe"}) {
+    const std::string field = std::string("cmdstat_") + command + ":calls=";
+    const auto at = info.find(field);
+    if (at != std::string::npos)
+      calls += std::atoll(info.c_str() + at + field.size());
+  }
+  return calls;
+}
+
+void report_load(const std::string& mode, leasehold::Client& redis, const Options& options,
+                 long long client_before, long long all_before) {
+  const long long client_after = client_commands(redis);
+  const long long all_after = commands_processed(redis);
+  const double per = static_cast<double>(options.waiters) * static_cast<double>(options.load_s);
+  std::printf(
+      "load mode=%s waiters=%llu seconds=%llu commands_per_waiter_s=%.3f "
+      "calls_incl_in_scripts_per_waiter_s=%.3f\n",
+      mode.c_str(), static_cast<unsigned long long>(options.waiters),
+      static_cast<unsigned long long>(options.load_s),
+      static_cast<double>(client_after - client_before) / per,
+      static_cast<double>(all_after - all_before - 2) / per);  // less the INFO calls
+  std::fflush(stdout);
+}
+
+std::vector<double> rtt(leasehold::Client& redis, std::uint64_t samples) {
+  std::vector<double> micros;
+  for (std::uint64_t i = 0; i < samples * 5; ++i) {
+    const auto start = Clock::now();
+    redis.process(leasehold::Command{"PING"});
+    micros.push_back(Micros(Clock::now() - start).count());
+  }
+  return micros;
+}
+
+// The holder (its own Client) releases once the waiter is queued; the waiter notes when its
+// lock_until returned.
+std::vector<double> notified(leasehold::Client& holder, leasehold::Client& waiter,
+                             std::uint64_t samples) {
+  const leasehold::Lock<std::string> locks{"handoff", 30s};
+  std::vector<double> micros;
+  for (std::uint64_t i = 0; i < samples; ++i) {
+    const std::string name = "n" + std::to_string(i);
+    auto held = holder.process(locks.try_lock(name));
+    Clock::time_point got_at;
+    std::thread wait([&] {
+      auto token = leasehold::lock_for(waiter, locks, name, 10s);
+      got_at = Clock::now();
+      if (token)
+        waiter.process(token->release());
+    });
+    await([&] { return queued(holder, locks.key(name)) == 1; });
+    const auto released_at = Clock::now();
+    holder.process(held->release());
+    wait.join();
+    micros.push_back(Micros(got_at - released_at).count());
+  }
+  return micros;
+}
+
+std::vector<double> polling(leasehold::Client& holder, leasehold::Client& waiter,
+                            std::uint64_t samples, std::chrono::milliseconds poll) {
+  const leasehold::Lock<std::string> locks{"handoff-poll", 30s};
+  std::vector<double> micros;
+  for (std::uint64_t i = 0; i < samples; ++i) {
+    const std::string name = "p" + std::to_string(i);
+    auto held = holder.process(locks.try_lock(name));
+    std::atomic<bool> tried{false};
+    Clock::time_point got_at;
+    std::thread wait([&] {
+      for (;;) {
+        auto token = waiter.process(locks.try_lock(name));
+        tried = true;
+        if (token) {
+          got_at = Clock::now();
+          waiter.process(token->release());
+          return;
+        }
+        std::this_thread::sleep_for(poll);
+      }
+    });
+    await([&] { return tried.load(); });
+    // A release at a random point of the waiter's poll period, as in a deployment.
+    std::this_thread::sleep_for(std::chrono::microseconds(std::rand() % (poll.count() * 1000)));
+    const auto released_at = Clock::now();
+    holder.process(held->release());
+    wait.join();
+    micros.push_back(Micros(got_at - released_at).count());
+  }
+  return micros;
+}
+
+// The holder takes a 100 ms lease and never gives it back; from its expiry (its reply's arrival
+// + the TTL: the server counted the TTL from a moment no later) to the waiter's grant.
+std::vector<double> crash(leasehold::Client& holder, leasehold::Client& waiter,
+                          std::uint64_t samples) {
+  const leasehold::Lock<std::string> locks{"handoff-crash", 100ms};
+  std::vector<double> micros;
+  for (std::uint64_t i = 0; i < samples; ++i) {
+    const std::string name = "c" + std::to_string(i);
+    auto held = holder.process(locks.try_lock(name));
+    const auto expires_at = Clock::now() + locks.ttl();
+    auto token = leasehold::lock_for(waiter, locks, name, 10s);
+    micros.push_back(Micros(Clock::now() - expires_at).count());
+    if (token)
+      waiter.process(token->release());
+  }
+  return micros;
+}
+
+// W async waiters of one Client on one name held for `seconds`, then the same number of threads
+// polling try_lock every `poll`: the commands they sent per waiter per second, and the calls
+// Redis made for them (those inside scripts too).
+void load(leasehold::Client& holder, const Options& options) {
+  const leasehold::Lock<std::string> locks{"handoff-load", 60s};
+  const auto seconds = std::chrono::seconds(options.load_s);
+  {
+    auto held = holder.process(locks.try_lock("waited"));
+    asio::io_context io;
+    leasehold::Client waiting(io.get_executor(), options.url);
+    std::atomic<std::uint64_t> ended{0};
+    for (std::uint64_t i = 0; i < options.waiters; ++i)
+      leasehold::async_lock_until(waiting, locks, std::string("waited"), Clock::now() + 3 * seconds,
+                                  [&](std::error_code, auto token) {
+                                    ++ended;
+                                    if (token)  // the next one's turn
+                                      waiting.async_process(token->release(),
+                                                            [](std::error_code, bool) {});
+                                  });
+    std::thread runner([&] { io.run(); });
+    await([&] {
+      return queued(holder, locks.key("waited")) == static_cast<long long>(options.waiters);
+    });
+    const long long client_before = client_commands(holder);
+    const long long all_before = commands_processed(holder);
+    std::this_thread::sleep_for(seconds);  // the measured interval itself, not a synchronisation
+    report_load("notified", holder, options, client_before, all_before);
+    holder.process(held->release());
+    const auto deadline = Clock::now() + 30s;
+    while (ended.load() < options.waiters && Clock::now() < deadline)
+      std::this_thread::sleep_for(10ms);
+    asio::post(io, [&] { waiting.close(); });
+    runner.join();
+  }
+  auto held = holder.process(locks.try_lock("polled"));
+  std::atomic<bool> stop{false};
+  leasehold::Client polling(options.url);
+  std::vector<std::thread> pollers;
+  for (std::uint64_t i = 0; i < options.waiters; ++i)
+    pollers.emplace_back([&] {
+      while (!stop) {
+        polling.process(locks.try_lock(std::string("polled")));
+        std::this_thread::sleep_for(std::chrono::milliseconds(options.poll_ms));
+      }
+    });
+  std::this_thread::sleep_for(std::chrono::milliseconds(options.poll_ms));  // all started
+  const long long client_before = client_commands(holder);
+  const long long all_before = commands_processed(holder);
+  std::this_thread::sleep_for(seconds);
+  report_load("polling poll_ms=" + std::to_string(options.poll_ms), holder, options, client_before,
+              all_before);
+  stop = true;
+  for (auto& poller : pollers)
+    poller.join();
+  holder.process(held->release());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = parse(argc, argv);
+  try {
+    leasehold::Client holder(options.url);
+    leasehold::Client waiter(options.url);
+    report("rtt", rtt(holder, options.samples));
+    report("notified", notified(holder, waiter, options.samples));
+    report("polling poll_ms=" + std::to_string(options.poll_ms),
+           polling(holder, waiter, std::max<std::uint64_t>(1, options.samples / 4),
+                   std::chrono::milliseconds(options.poll_ms)));
+    report("crash", crash(holder, waiter, std::max<std::uint64_t>(1, options.samples / 4)));
+    if (options.load)
+      load(holder, options);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "leasehold-handoff: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
