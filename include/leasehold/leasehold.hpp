@@ -16,6 +16,7 @@
 #include "leasehold/reply.hpp"
 #include "leasehold/request.hpp"
 #include "leasehold/rwlock.hpp"
+#include "leasehold/semaphore.hpp"
 #include "leasehold/slot.hpp"
 #include "leasehold/url.hpp"
 #include "leasehold/version.hpp"

@@ -29,6 +29,7 @@
 #include "leasehold/lock.hpp"
 #include "leasehold/queue.hpp"
 #include "leasehold/rwlock.hpp"
+#include "leasehold/semaphore.hpp"
 
 namespace leasehold {
 
@@ -44,7 +45,7 @@ namespace detail {
 
 // What one wait is for: a Lock, or an RwLock's read or write side; its keys and its lease's TTL,
 // the fence counter of a fenced lock, and until when.
-enum class TurnKind : char { lock, read, write };
+enum class TurnKind : char { lock, read, write, permit };
 struct TurnWait {
   std::string key;  // a Lock's key, an RwLock's writer key
   std::chrono::milliseconds ttl;
@@ -54,6 +55,7 @@ struct TurnWait {
   TurnKind kind = TurnKind::lock;
   std::string readers_key{};  // an RwLock's
   std::string intent_key{};
+  std::uint32_t permits = 0;  // a Semaphore's (key: its holders' set)
 };
 
 // A wait in progress. cancel() (from any thread) ends it with operation_aborted, at once; the
@@ -97,6 +99,21 @@ TurnWait turn_wait(const RwLock<N>& lock, const N& name, bool writer, Clock::tim
       writer ? TurnKind::write : TurnKind::read,
       lock.readers_key(name),
       lock.intent_key(name)};
+}
+
+template <LockNameType N>
+TurnWait turn_wait(const Semaphore<N>& semaphore, const N& name, Clock::time_point deadline,
+                   const WaitOptions& options) {
+  return TurnWait{
+      semaphore.holders_key(name),
+      semaphore.ttl(),
+      semaphore.fencing() ? std::optional<std::string>(semaphore.fence_key(name)) : std::nullopt,
+      deadline,
+      options,
+      TurnKind::permit,
+      {},
+      {},
+      semaphore.permits()};
 }
 
 void check_not_io_thread(const Client& client, const char* what);
@@ -251,6 +268,42 @@ auto async_write_until(Client& client, const RwLock<N>& lock, const N& name,
   detail::validate(options);
   return detail::async_wait_in_turn<LockToken<RwLock<N>>>(
       client, detail::turn_wait(lock, name, true, deadline, options), {},
+      std::forward<Token>(token));
+}
+
+// Semaphore: waiting in turn for a permit, as lock_until() waits for a lock. The first waiters
+// get the free permits, in the order they started. std::nullopt: the deadline passed or `stop`
+// was requested.
+template <LockNameType N>
+std::optional<PermitToken<Semaphore<N>>> acquire_until(Client& client,
+                                                       const Semaphore<N>& semaphore, const N& name,
+                                                       Clock::time_point deadline,
+                                                       WaitOptions options = {},
+                                                       std::stop_token stop = {}) {
+  detail::validate(options);
+  detail::check_not_io_thread(client, "acquire_until");
+  return detail::wait_in_turn<PermitToken<Semaphore<N>>>(
+      client, detail::turn_wait(semaphore, name, deadline, options), std::move(stop));
+}
+
+template <LockNameType N, class Rep, class Period>
+std::optional<PermitToken<Semaphore<N>>> acquire_for(Client& client, const Semaphore<N>& semaphore,
+                                                     const N& name,
+                                                     std::chrono::duration<Rep, Period> timeout,
+                                                     WaitOptions options = {},
+                                                     std::stop_token stop = {}) {
+  return acquire_until(client, semaphore, name,
+                       Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout), options,
+                       stop);
+}
+
+// The async form; completion signature void(std::error_code, std::optional<PermitToken>).
+template <LockNameType N, class Token>
+auto async_acquire_until(Client& client, const Semaphore<N>& semaphore, const N& name,
+                         Clock::time_point deadline, WaitOptions options, Token&& token) {
+  detail::validate(options);
+  return detail::async_wait_in_turn<PermitToken<Semaphore<N>>>(
+      client, detail::turn_wait(semaphore, name, deadline, options), {},
       std::forward<Token>(token));
 }
 

@@ -36,6 +36,8 @@ class TurnTry {
   Request request() const {
     if (wait_.kind == TurnKind::lock)
       return lock_try_.request();
+    if (wait_.kind == TurnKind::permit)
+      return permit_request();
     const std::string queue = queue_key(wait_.key);
     const std::string tickets = tickets_key(wait_.key);
     const DecimalDigits ttl(wait_.ttl.count());
@@ -59,7 +61,7 @@ class TurnTry {
         return TurnOutcome{turn->token->state(), {}};
       return TurnOutcome{nullptr, {turn->holder_ttl, turn->position, turn->head_ticket_ttl}};
     }
-    Result<std::vector<long long>> fields = turn_fields(reply);
+    Result<std::vector<long long>> fields = turn_fields(reply);  // RwLock and Semaphore alike
     if (!fields)
       return Result<TurnOutcome>(fields.error(), fields.detail());
     const std::vector<long long>& f = *fields;
@@ -70,8 +72,8 @@ class TurnTry {
     const Clock::time_point deadline = lease_deadline(timing.sent, wait_.ttl);
     if (timing.received >= deadline)
       return granted_too_late<TurnOutcome>();
-    auto state = std::make_shared<LeaseState>(wait_.key, id_, wait_.ttl, deadline, &kind(),
-                                              wait_.readers_key);
+    auto state =
+        std::make_shared<LeaseState>(wait_.key, id_, wait_.ttl, deadline, &kind(), second_key());
     state->fence = wait_.fence_key ? static_cast<std::uint64_t>(f[1]) : 0;
     return TurnOutcome{std::move(state), {}};
   }
@@ -79,8 +81,7 @@ class TurnTry {
   std::optional<Request> on_unknown_outcome() const {
     if (wait_.kind == TurnKind::lock)
       return lock_try_.on_unknown_outcome();
-    const LeaseState state(wait_.key, id_, wait_.ttl, Clock::time_point{}, &kind(),
-                           wait_.readers_key);
+    const LeaseState state(wait_.key, id_, wait_.ttl, Clock::time_point{}, &kind(), second_key());
     return lease_request(state, false);
   }
 
@@ -88,6 +89,14 @@ class TurnTry {
   Request leave() const {
     if (wait_.kind == TurnKind::lock)
       return LeaveQueue<TurnTag>(wait_.key, WaitTicket{id_, ticket_ttl_}).request();
+    if (wait_.kind == TurnKind::permit) {
+      const std::string queue = queue_key(wait_.key);
+      const std::string tickets = tickets_key(wait_.key);
+      const std::string channel = released_channel(wait_.key);
+      const std::string_view keys[] = {wait_.key, queue, tickets};
+      const std::string_view args[] = {id_hex_, channel};
+      return Request::script(permit_leave_queue_script(), keys, args).retry_safe();
+    }
     const std::string member = std::string(wait_.kind == TurnKind::write ? "w:" : "r:") + id_hex_;
     const std::string queue = queue_key(wait_.key);
     const std::string tickets = tickets_key(wait_.key);
@@ -100,7 +109,29 @@ class TurnTry {
 
  private:
   const LeaseKind& kind() const {
+    if (wait_.kind == TurnKind::permit)
+      return kPermitLease;
     return wait_.kind == TurnKind::write ? kRwWriterLease : kRwReaderLease;
+  }
+  // A permit's lease has one key, the holders' set; a reader's and a writer's two.
+  std::string second_key() const {
+    return wait_.kind == TurnKind::permit ? std::string() : wait_.readers_key;
+  }
+
+  Request permit_request() const {
+    const std::string queue = queue_key(wait_.key);
+    const std::string tickets = tickets_key(wait_.key);
+    const std::string channel = released_channel(wait_.key);
+    const DecimalDigits ttl(wait_.ttl.count());
+    const DecimalDigits ticket_ttl(ticket_ttl_.count());
+    const DecimalDigits permits(wait_.permits);
+    const std::string_view args[] = {id_hex_, ttl.view(), ticket_ttl.view(), permits.view(),
+                                     channel};
+    const std::string_view keys[] = {wait_.key, queue, tickets,
+                                     wait_.fence_key ? std::string_view(*wait_.fence_key) : ""};
+    return Request::script(permit_in_turn_script(), std::span(keys, wait_.fence_key ? 4 : 3), args)
+        .retry_safe()
+        .grants_lease();
   }
 
   TurnWait wait_;

@@ -1,0 +1,172 @@
+// Semaphore<N>: at most `permits` holders per name, each with a lease of its own.
+//
+//   constexpr leasehold::Semaphore<std::string> exports{"exports", 4, 30s};  // 4 at a time
+//   if (auto permit = redis.process(exports.try_acquire("s3"))) { upload(); ... }
+//   auto permit = leasehold::acquire_for(redis, exports, "s3", 10s);         // waits in turn
+//
+// try_acquire never waits: a permit token, or nothing when every permit is held. A holder that
+// crashes gives its permit back when its lease runs out, never earlier. See docs/semaphore.md.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "leasehold/lock.hpp"
+
+namespace leasehold {
+
+// One of a name's permit holders.
+struct PermitSide {
+  static constexpr std::string_view token_name = "PermitToken";
+};
+template <class L>
+using PermitToken = BasicToken<L, PermitSide>;
+
+template <class L>
+class TryAcquire;
+
+namespace detail {
+
+const Script& permit_acquire_script();
+const Script& permit_release_script();
+const Script& permit_extend_script();
+const Script& permit_in_turn_script();
+const Script& permit_leave_queue_script();
+Request permit_release_request(const LeaseState& state);
+
+// A permit: its id's member of the holders' sorted set (scored by the end of its lease, in
+// server ms). Its release tells the head of the name's queue.
+inline constexpr LeaseKind kPermitLease{permit_release_script, permit_extend_script,
+                                        permit_release_request};
+
+constexpr void validate_permits(std::uint32_t permits) {
+  if (permits == 0)
+    throw Error(make_error_code(errc::invalid_argument), "a semaphore needs at least one permit");
+}
+
+}  // namespace detail
+
+template <LockNameType N>
+class Semaphore {
+ public:
+  using name_type = N;
+
+  constexpr Semaphore(std::string_view ns, std::uint32_t permits, std::chrono::milliseconds ttl,
+                      std::string_view prefix = kDefaultPrefix)
+      : ns_(ns), prefix_(prefix), permits_(permits), ttl_(ttl) {
+    detail::validate_namespace(ns);
+    detail::validate_prefix(prefix);
+    detail::validate_permits(permits);
+    detail::validate_ttl(ttl);
+  }
+
+  // Opt-in fencing numbers: each grant increments a per-name counter (key ":f", in the name's
+  // slot, never expiring) and the permit's token.fence() gives it.
+  constexpr Semaphore with_fencing() const {
+    Semaphore copy = *this;
+    copy.fencing_ = true;
+    return copy;
+  }
+  constexpr bool fencing() const noexcept { return fencing_; }
+
+  constexpr std::string_view name_space() const noexcept { return ns_; }
+  constexpr std::string_view prefix() const noexcept { return prefix_; }
+  constexpr std::uint32_t permits() const noexcept { return permits_; }
+  constexpr std::chrono::milliseconds ttl() const noexcept { return ttl_; }
+
+  // "<prefix>:Semaphore:{<namespace>:<escaped name>}:h" (and ":f"): one hash slot per name.
+  std::string holders_key(const N& name) const { return key(name, 'h'); }
+  std::string fence_key(const N& name) const { return key(name, 'f'); }
+
+  // A query yielding std::optional<PermitToken<Semaphore>>.
+  TryAcquire<Semaphore> try_acquire(const N& name) const {
+    return TryAcquire<Semaphore>(holders_key(name), permits_, ttl_,
+                                 fencing_ ? fence_key(name) : std::string());
+  }
+
+ private:
+  std::string key(const N& name, char role) const {
+    std::string raw;
+    LockName<N>::append(raw, name);
+    std::string key;
+    key.reserve(prefix_.size() + ns_.size() + raw.size() + 20);
+    key.append(prefix_).append(":Semaphore:{").append(ns_).append(":");
+    detail::append_escaped(key, raw);
+    key.append("}:").push_back(role);
+    return key;
+  }
+
+  std::string_view ns_;
+  std::string_view prefix_;
+  std::uint32_t permits_;
+  std::chrono::milliseconds ttl_;
+  bool fencing_ = false;
+};
+
+// Takes a permit if fewer than `permits` live leases hold the name (expired ones are pruned
+// first, by the server's clock). Retry-safe: a rerun with the same id finds its permit. Like
+// try_lock, it does not queue: a free permit is taken ahead of the waiters.
+template <class L>
+class TryAcquire {
+ public:
+  using result_type = std::optional<PermitToken<L>>;
+  using effect = Write<L>;
+
+  TryAcquire(std::string holders_key, std::uint32_t permits, std::chrono::milliseconds ttl,
+             std::string fence_key = {})
+      : holders_key_(std::move(holders_key)),
+        fence_key_(std::move(fence_key)),
+        permits_(permits),
+        ttl_(ttl),
+        id_(LeaseId::generate()) {}
+
+  const LeaseId& id() const noexcept { return id_; }
+
+  Request request() const {
+    const LeaseId::HexDigits id = id_.hex_digits();
+    const detail::DecimalDigits ttl(ttl_.count());
+    const detail::DecimalDigits permits(permits_);
+    const std::string_view keys[] = {holders_key_, fence_key_};
+    const std::string_view args[] = {{id.begin(), id.end()}, ttl.view(), permits.view()};
+    return Request::script(detail::permit_acquire_script(),
+                           std::span(keys, fence_key_.empty() ? 1 : 2), args)
+        .retry_safe()
+        .grants_lease();
+  }
+
+  Result<result_type> parse(const Reply& reply, const Timing& timing) const {
+    if (reply.is_error())
+      return error_result<result_type>(reply);
+    if (reply.type != Reply::Type::integer)
+      return Result<result_type>(make_error_code(errc::unexpected_reply), to_string(reply));
+    if (reply.integer <= 0)
+      return result_type{};
+    const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
+    if (timing.received >= deadline)
+      return detail::granted_too_late<result_type>();
+    auto state = std::make_shared<detail::LeaseState>(holders_key_, id_, ttl_, deadline,
+                                                      &detail::kPermitLease);
+    if (!fence_key_.empty())
+      state->fence = static_cast<std::uint64_t>(reply.integer);
+    return result_type{detail::TokenAccess::make<PermitToken<L>>(std::move(state))};
+  }
+
+  // The acquire may have run: release this id (best effort).
+  std::optional<Request> on_unknown_outcome() const {
+    const detail::LeaseState state(holders_key_, id_, ttl_, Clock::time_point{},
+                                   &detail::kPermitLease);
+    return detail::lease_request(state, false);
+  }
+
+ private:
+  std::string holders_key_;
+  std::string fence_key_;
+  std::uint32_t permits_;
+  std::chrono::milliseconds ttl_;
+  LeaseId id_;
+};
+
+}  // namespace leasehold

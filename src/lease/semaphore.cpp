@@ -1,0 +1,160 @@
+// The Semaphore scripts. KEYS[1] is the holders' sorted set (permit ids scored by the end of their
+// lease, in server milliseconds). Every script first reads the server's TIME and prunes the
+// permits whose lease ended: a crashed holder's permit comes back when its lease ends, never
+// earlier. The count of permits comes with each acquire: holders beyond a lowered count keep
+// their permits until they end, and no acquire is granted while as many as its count hold one.
+#include "leasehold/semaphore.hpp"
+
+namespace leasehold::detail {
+namespace {
+
+std::string with_prelude(const std::string& body) {
+  return "local clock = redis.call('TIME')\n"
+         "local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)\n"
+         "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)\n"
+         // The holders' set lives as long as its longest lease, never longer.
+         "local function keep_holders_expiry()\n"
+         "  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
+         "  if last[2] then redis.call('PEXPIREAT', KEYS[1], last[2]) end\n"
+         "end\n"
+         // Drops the waiters whose place ran out; publishes the head's id.
+         "local function notify_head(queue, tickets, channel)\n"
+         "  local dead = redis.call('ZRANGEBYSCORE', tickets, '-inf', now)\n"
+         "  for _, id in ipairs(dead) do redis.call('ZREM', queue, id) end\n"
+         "  if #dead > 0 then redis.call('ZREMRANGEBYSCORE', tickets, '-inf', now) end\n"
+         "  local head = redis.call('ZRANGE', queue, 0, 0)[1]\n"
+         "  if head then redis.pcall('SPUBLISH', channel, head) end\n"
+         "end\n" +
+         body;
+}
+
+}  // namespace
+
+// acquire: KEYS holders[, fence counter]; ARGV id, ttl ms, permits -> granted (or already held by
+// this id: a retry): 1, or with a fence counter the permit's fencing number; 0 every permit is
+// held.
+const Script& permit_acquire_script() {
+  static const Script script(
+      with_prelude("if redis.call('ZSCORE', KEYS[1], ARGV[1]) then\n"
+                   "  if KEYS[2] then return tonumber(redis.call('GET', KEYS[2]) or '0') end\n"
+                   "  return 1\n"
+                   "end\n"
+                   "if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end\n"
+                   "redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])\n"
+                   "keep_holders_expiry()\n"
+                   "if KEYS[2] then return redis.call('INCR', KEYS[2]) end\n"
+                   "return 1\n"));
+  return script;
+}
+
+// release: KEYS holders, queue, tickets; ARGV id, channel -> 1 this permit removed (and the head
+// of the queue told), 0 its lease had ended.
+const Script& permit_release_script() {
+  static const Script script(
+      with_prelude("local removed = redis.call('ZREM', KEYS[1], ARGV[1])\n"
+                   "keep_holders_expiry()\n"
+                   "if KEYS[2] and redis.pcall('EXISTS', KEYS[2]) == 1 then\n"
+                   "  notify_head(KEYS[2], KEYS[3], ARGV[2])\n"
+                   "end\n"
+                   "return removed\n"));
+  return script;
+}
+
+// extend: KEYS holders; ARGV id, ttl ms -> 1 this permit's lease restarted, 0 it had ended (an
+// ended lease is never resurrected).
+const Script& permit_extend_script() {
+  static const Script script(
+      with_prelude("if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end\n"
+                   "redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])\n"
+                   "keep_holders_expiry()\n"
+                   "return 1\n"));
+  return script;
+}
+
+Request permit_release_request(const LeaseState& state) {
+  const std::string queue = queue_key(state.key);
+  const std::string tickets = tickets_key(state.key);
+  const std::string channel = released_channel(state.key);
+  const std::string_view keys[] = {state.key, queue, tickets};
+  const std::string_view args[] = {state.id_hex(), channel};
+  return Request::script(permit_release_script(), keys, args);
+}
+
+// in turn: KEYS holders, queue, tickets[, fence counter]; ARGV id, ttl ms, ticket ttl ms, permits,
+// channel -> {1, fence (1 when not fenced)} if this id holds a permit now (granted now, or already:
+// a retry), else {0, ms until the first permit's lease ends, this waiter's place among those
+// waiting for a permit (1: the next to get one), the head's ticket ms left (0: this waiter is the
+// head)}. The first (permits - holders) waiters of the queue get a permit; a grant that leaves a
+// permit free tells the next head, so one release's message reaches as many waiters as there
+// are free permits. With no queue, a free permit is granted without one.
+const Script& permit_in_turn_script() {
+  static const Script script(with_prelude(
+      "local fenced = KEYS[4] ~= nil\n"
+      "local permits = tonumber(ARGV[4])\n"
+      "local function granted(fence)\n"
+      "  redis.call('ZREM', KEYS[2], ARGV[1])\n"
+      "  redis.call('ZREM', KEYS[3], ARGV[1])\n"
+      "  return {1, fence}\n"
+      "end\n"
+      "local function grant()\n"
+      "  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])\n"
+      "  keep_holders_expiry()\n"
+      "  local fence = 1\n"
+      "  if fenced then fence = redis.call('INCR', KEYS[4]) end\n"
+      "  return fence\n"
+      "end\n"
+      "if redis.call('ZSCORE', KEYS[1], ARGV[1]) then\n"
+      "  if fenced then return granted(tonumber(redis.call('GET', KEYS[4]) or '0')) end\n"
+      "  return granted(1)\n"
+      "end\n"
+      "if redis.call('EXISTS', KEYS[2]) == 0 and redis.call('ZCARD', KEYS[1]) < permits then\n"
+      "  return {1, grant()}\n"
+      "end\n"
+      "local dead = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)\n"
+      "for _, id in ipairs(dead) do redis.call('ZREM', KEYS[2], id) end\n"
+      "if #dead > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now) end\n"
+      "if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then\n"
+      "  local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')\n"
+      "  local arrival = 1\n"
+      "  if last[2] then arrival = tonumber(last[2]) + 1 end\n"
+      "  redis.call('ZADD', KEYS[2], arrival, ARGV[1])\n"
+      "end\n"
+      "local ticket = tonumber(ARGV[3])\n"
+      "redis.call('ZADD', KEYS[3], now + ticket, ARGV[1])\n"
+      "local rank = redis.call('ZRANK', KEYS[2], ARGV[1])\n"
+      "local free = permits - redis.call('ZCARD', KEYS[1])\n"
+      "if rank < free then\n"
+      "  local fence = grant()\n"
+      "  local result = granted(fence)\n"
+      "  if free > 1 then notify_head(KEYS[2], KEYS[3], ARGV[5]) end\n"
+      "  return result\n"
+      "end\n"
+      "redis.call('PEXPIRE', KEYS[2], 2 * ticket)\n"
+      "redis.call('PEXPIRE', KEYS[3], 2 * ticket)\n"
+      "local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')\n"
+      "local blocker = 0\n"
+      "if first[2] then blocker = tonumber(first[2]) - now end\n"
+      "local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]\n"
+      "local head_ticket = 0\n"
+      "if head ~= ARGV[1] then\n"
+      "  head_ticket = tonumber(redis.call('ZSCORE', KEYS[3], head)) - now\n"
+      "end\n"
+      "local place = rank + 1\n"
+      "if free > 0 then place = rank - free + 1 end\n"
+      "return {0, blocker, place, head_ticket}\n"));
+  return script;
+}
+
+// leave: KEYS holders, queue, tickets; ARGV id, channel -> 1 if the id was queued (it is not
+// now), else 0. A head that leaves tells the waiter behind it (a permit may be free).
+const Script& permit_leave_queue_script() {
+  static const Script script(
+      with_prelude("local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1] == ARGV[1]\n"
+                   "redis.call('ZREM', KEYS[3], ARGV[1])\n"
+                   "local left = redis.call('ZREM', KEYS[2], ARGV[1])\n"
+                   "if head then notify_head(KEYS[2], KEYS[3], ARGV[2]) end\n"
+                   "return left\n"));
+  return script;
+}
+
+}  // namespace leasehold::detail
