@@ -76,6 +76,7 @@ struct RunOptions {
   std::string name;
   std::vector<std::string> command;
   bool shared = false;
+  std::optional<std::uint32_t> limit;  // a counting semaphore of this many permits
   bool nonblock = false;
   std::optional<std::chrono::milliseconds> wait;  // nothing: as long as it takes
   int conflict_exit_code = 1;
@@ -103,6 +104,9 @@ int release_force(const Globals& globals, const std::string& name);
 
 // The locks the commands use, so that run, cron, status, list and release agree on keys.
 RwLock<std::string> run_lock(const Globals& globals, std::chrono::milliseconds ttl);
+// The permits of `leasehold run --limit N` (namespace "run", fenced).
+Semaphore<std::string> run_semaphore(const Globals& globals, std::chrono::milliseconds ttl,
+                                     std::uint32_t permits);
 Lock<std::string> cron_lock(const Globals& globals, std::chrono::milliseconds ttl);
 
 }  // namespace leasehold::cli

@@ -136,6 +136,11 @@ RwLock<std::string> run_lock(const Globals& globals, std::chrono::milliseconds t
       .with_fencing();
 }
 
+Semaphore<std::string> run_semaphore(const Globals& globals, std::chrono::milliseconds ttl,
+                                     std::uint32_t permits) {
+  return Semaphore<std::string>("run", permits, ttl, globals.prefix).with_fencing();
+}
+
 Lock<std::string> cron_lock(const Globals& globals, std::chrono::milliseconds ttl) {
   return Lock<std::string>("cron", ttl, globals.prefix);
 }

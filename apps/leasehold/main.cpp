@@ -99,7 +99,15 @@ int main(int argc, char** argv) {
       ->required();
   auto* exclusive_flag =
       run_app->add_flag("-x,--exclusive", exclusive, "take the lease alone (the default)");
-  run_app->add_flag("-s,--shared", run.shared, "share the lease with other --shared runs")
+  auto* shared_flag =
+      run_app->add_flag("-s,--shared", run.shared, "share the lease with other --shared runs")
+          ->excludes(exclusive_flag);
+  run_app
+      ->add_option("--limit", run.limit,
+                   "let at most N runs hold NAME at once (a counting semaphore, apart from the "
+                   "exclusive and shared leases of NAME)")
+      ->check(CLI::Range(1, 1'000'000))
+      ->excludes(shared_flag)
       ->excludes(exclusive_flag);
   auto* nonblock = run_app->add_flag("-n,--nonblock", run.nonblock, "fail at once if it is held");
   add_duration(*run_app, "-w,--wait", wait, "give up after waiting this long")->excludes(nonblock);

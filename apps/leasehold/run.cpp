@@ -61,6 +61,27 @@ std::string describe_holder(Client& redis, const RwLock<std::string>& lock,
   return "held";
 }
 
+// "held by 3 of 3 permit holders (the first ends in 2.1 s)".
+std::string describe_permits(Client& redis, const Semaphore<std::string>& permits,
+                             const std::string& name) {
+  try {
+    const Reply first =
+        redis.process(Command{"ZRANGE", permits.holders_key(name), "0", "0", "WITHSCORES"});
+    const Reply time = redis.process(Command{"TIME"});
+    const Reply count = redis.process(Command{"ZCARD", permits.holders_key(name)});
+    if (first.elements.size() == 2 && time.elements.size() == 2) {
+      const long long now_ms =
+          std::stoll(time.elements[0].str) * 1000 + std::stoll(time.elements[1].str) / 1000;
+      const long long left = std::max(0LL, std::stoll(first.elements[1].str) - now_ms);
+      return "held by " + std::to_string(count.integer) + " of " +
+             std::to_string(permits.permits()) + " permit holders (the first ends in " +
+             format_duration(milliseconds(left)) + ")";
+    }
+  } catch (const std::exception&) {
+  }
+  return "held by all " + std::to_string(permits.permits()) + " permit holders";
+}
+
 enum class GroupState { gone, running, out_of_reach };
 
 // What is left of a process group: kill(-group, 0) finds a member (a zombie too), none (ESRCH),
@@ -80,7 +101,23 @@ struct Taken {
 
 // One plain try (never queues), as with -n.
 std::optional<LeaseGuard> try_once(const RunOptions& options, Client& redis,
-                                   const RwLock<std::string>& lock) {
+                                   const RwLock<std::string>& lock,
+                                   const std::optional<Semaphore<std::string>>& permits) {
+  if (permits) {
+    const auto acquire = permits->try_acquire(options.name);
+    try {
+      if (auto token = redis.process(acquire))
+        return LeaseGuard(redis, std::move(*token));
+      return std::nullopt;
+    } catch (const Error& e) {
+      if (outcome_unknown(e.code())) {
+        std::error_code ignored;
+        if (const auto cleanup = acquire.on_unknown_outcome())
+          redis.process(Command(std::move(*cleanup)), ignored);
+      }
+      exit_unavailable(e);
+    }
+  }
   // One query value; on an unknown outcome (timeout), its id is released before leasehold
   // exits, so that the lease it may have taken is not left orphaned.
   const auto read = lock.try_read(options.name);
@@ -108,7 +145,9 @@ std::optional<LeaseGuard> try_once(const RunOptions& options, Client& redis,
 // Waits in turn (told of each release) until the lease is ours, --wait runs out, or a forwarded
 // signal arrives (nothing runs yet, nothing is held): the signal's number, or 0.
 std::optional<LeaseGuard> wait_in_turn(const RunOptions& options, Client& redis,
-                                       const RwLock<std::string>& lock, int& signalled) {
+                                       const RwLock<std::string>& lock,
+                                       const std::optional<Semaphore<std::string>>& permits,
+                                       int& signalled) {
   const Clock::time_point deadline =
       options.wait ? Clock::now() + *options.wait : Clock::time_point::max();
   std::stop_source stop;
@@ -134,7 +173,10 @@ std::optional<LeaseGuard> wait_in_turn(const RunOptions& options, Client& redis,
   };
   try {
     std::optional<LeaseGuard> lease;
-    if (options.shared) {
+    if (permits) {
+      if (auto token = acquire_until(redis, *permits, options.name, deadline, {}, stop.get_token()))
+        lease.emplace(redis, std::move(*token));
+    } else if (options.shared) {
       if (auto token = read_until(redis, lock, options.name, deadline, {}, stop.get_token()))
         lease.emplace(redis, std::move(*token));
     } else {
@@ -152,20 +194,23 @@ std::optional<LeaseGuard> wait_in_turn(const RunOptions& options, Client& redis,
 // Acquire: at once, then (unless -n) in turn with the other waiters until it is ours or --wait
 // runs out.
 Taken take_lease(const Globals& globals, const RunOptions& options, Client& redis,
-                 const RwLock<std::string>& lock) {
-  if (auto lease = try_once(options, redis, lock))
+                 const RwLock<std::string>& lock,
+                 const std::optional<Semaphore<std::string>>& permits) {
+  if (auto lease = try_once(options, redis, lock, permits))
     return Taken{std::move(lease)};
+  const auto holder = [&] {
+    return permits ? describe_permits(redis, *permits, options.name)
+                   : describe_holder(redis, lock, options.name);
+  };
   const auto give_up = [&] {
-    chat(globals,
-         "'" + options.name + "' is " + describe_holder(redis, lock, options.name) + "; giving up");
+    chat(globals, "'" + options.name + "' is " + holder() + "; giving up");
     return Taken{.lease = std::nullopt, .exit_code = options.conflict_exit_code};
   };
   if (options.nonblock || (options.wait && *options.wait <= milliseconds(0)))
     return give_up();
-  chat(globals,
-       "waiting for '" + options.name + "': " + describe_holder(redis, lock, options.name));
+  chat(globals, "waiting for '" + options.name + "': " + holder());
   int signalled = 0;
-  if (auto lease = wait_in_turn(options, redis, lock, signalled))
+  if (auto lease = wait_in_turn(options, redis, lock, permits, signalled))
     return Taken{std::move(lease)};
   if (signalled != 0)
     return Taken{.lease = std::nullopt, .exit_code = 128 + signalled};
@@ -248,13 +293,19 @@ int run(const Globals& globals, const RunOptions& options) {
   block_forwarded_signals();  // before the client starts its thread
   Client redis = connect_or_exit(globals);
   const RwLock<std::string> lock = run_lock(globals, options.ttl);
+  std::optional<Semaphore<std::string>> permits;
+  if (options.limit)
+    permits.emplace(run_semaphore(globals, options.ttl, *options.limit));
 
-  Taken taken = take_lease(globals, options, redis, lock);
+  Taken taken = take_lease(globals, options, redis, lock, permits);
   if (!taken.lease)
     return taken.exit_code;
   LeaseGuard& lease = *taken.lease;
-  chat(globals, "took '" + options.name + "' (" + (options.shared ? "shared" : "exclusive") +
-                    ", ttl " + format_duration(options.ttl) + ")");
+  const std::string kind = options.limit ? "one of " + std::to_string(*options.limit) + " permits"
+                           : options.shared ? "shared"
+                                            : "exclusive";
+  chat(globals,
+       "took '" + options.name + "' (" + kind + ", ttl " + format_duration(options.ttl) + ")");
 
   // The lease is kept while the command runs; a loss is noticed by the wait loop below.
   const KeepAlive& keep_alive = lease.keep_alive();

@@ -271,6 +271,37 @@ TEST_F(CliTest, SharedRunsOverlapAndExclusiveOnesDoNot) {
   EXPECT_GE(exclusive[1].first, exclusive[0].second) << "exclusive runs overlapped";
 }
 
+// Four runs with --limit 2: two at a time, never three, and the ones that waited got in as a
+// permit came free.
+TEST_F(CliTest, ALimitOfTwoRunsTwoAtATimeNeverThree) {
+  const std::string log = file(".permits");
+  const std::string child =
+      "s=$(date +%s%3N); sleep 0.3; e=$(date +%s%3N); echo \"$s $e\" >> " + log;
+  {
+    std::deque<Cli> runs;  // built in place: a Cli copied and destroyed kills its process
+    for (int i = 0; i < 4; ++i)
+      runs.emplace_back(std::vector<std::string>{"--redis", server_->unix_url(), "run", "--limit",
+                                                 "2", name_, "--", "sh", "-c", child},
+                        server_->dir());
+    for (auto& run : runs)
+      EXPECT_EQ(run.wait(), 0);
+  }
+  const auto runs = intervals(log);
+  ASSERT_EQ(runs.size(), 4u);
+  int most = 0;
+  for (const auto& [start, end] : runs) {
+    int at_once = 0;
+    for (const auto& [other_start, other_end] : runs)
+      at_once += other_start <= start && start < other_end;
+    most = std::max(most, at_once);
+  }
+  EXPECT_EQ(most, 2) << "not two at a time";
+  auto usage = cli({"run", "--limit", "2", "-s", name_, "--", "true"});
+  EXPECT_EQ(usage.wait(), 64);
+  auto zero = cli({"run", "--limit", "0", name_, "--", "true"});
+  EXPECT_EQ(zero.wait(), 64);
+}
+
 TEST_F(CliTest, AChildRunningThreeTimesTheTtlKeepsItsLease) {
   auto holder = cli({"run", "-t", "300ms", name_, "--", "sleep", "0.9"});
   ASSERT_TRUE(eventually([&] { return exists(writer_key()); }));
