@@ -38,7 +38,8 @@ const Script& permit_leave_queue_script();
 Request permit_release_request(const LeaseState& state);
 
 // A permit: its id's member of the holders' sorted set (scored by the end of its lease, in
-// server ms). Its release tells the head of the name's queue.
+// server ms); its second key is the name's count key (extend keeps its expiry). Its release
+// tells the head of the name's queue.
 inline constexpr LeaseKind kPermitLease{permit_release_script, permit_extend_script,
                                         permit_release_request};
 
@@ -77,13 +78,15 @@ class Semaphore {
   constexpr std::uint32_t permits() const noexcept { return permits_; }
   constexpr std::chrono::milliseconds ttl() const noexcept { return ttl_; }
 
-  // "<prefix>:Semaphore:{<namespace>:<escaped name>}:h" (and ":f"): one hash slot per name.
+  // "<prefix>:Semaphore:{<namespace>:<escaped name>}:h" (and ":n", ":f"): one hash slot per
+  // name. ":n" holds the count of the last grant, for status tools; no acquire reads it.
   std::string holders_key(const N& name) const { return key(name, 'h'); }
+  std::string count_key(const N& name) const { return key(name, 'n'); }
   std::string fence_key(const N& name) const { return key(name, 'f'); }
 
   // A query yielding std::optional<PermitToken<Semaphore>>.
   TryAcquire<Semaphore> try_acquire(const N& name) const {
-    return TryAcquire<Semaphore>(holders_key(name), permits_, ttl_,
+    return TryAcquire<Semaphore>(holders_key(name), count_key(name), permits_, ttl_,
                                  fencing_ ? fence_key(name) : std::string());
   }
 
@@ -115,9 +118,10 @@ class TryAcquire {
   using result_type = std::optional<PermitToken<L>>;
   using effect = Write<L>;
 
-  TryAcquire(std::string holders_key, std::uint32_t permits, std::chrono::milliseconds ttl,
-             std::string fence_key = {})
+  TryAcquire(std::string holders_key, std::string count_key, std::uint32_t permits,
+             std::chrono::milliseconds ttl, std::string fence_key = {})
       : holders_key_(std::move(holders_key)),
+        count_key_(std::move(count_key)),
         fence_key_(std::move(fence_key)),
         permits_(permits),
         ttl_(ttl),
@@ -129,10 +133,10 @@ class TryAcquire {
     const LeaseId::HexDigits id = id_.hex_digits();
     const detail::DecimalDigits ttl(ttl_.count());
     const detail::DecimalDigits permits(permits_);
-    const std::string_view keys[] = {holders_key_, fence_key_};
+    const std::string_view keys[] = {holders_key_, count_key_, fence_key_};
     const std::string_view args[] = {{id.begin(), id.end()}, ttl.view(), permits.view()};
     return Request::script(detail::permit_acquire_script(),
-                           std::span(keys, fence_key_.empty() ? 1 : 2), args)
+                           std::span(keys, fence_key_.empty() ? 2 : 3), args)
         .retry_safe()
         .grants_lease();
   }
@@ -148,7 +152,7 @@ class TryAcquire {
     if (timing.received >= deadline)
       return detail::granted_too_late<result_type>();
     auto state = std::make_shared<detail::LeaseState>(holders_key_, id_, ttl_, deadline,
-                                                      &detail::kPermitLease);
+                                                      &detail::kPermitLease, count_key_);
     if (!fence_key_.empty())
       state->fence = static_cast<std::uint64_t>(reply.integer);
     return result_type{detail::TokenAccess::make<PermitToken<L>>(std::move(state))};
@@ -157,12 +161,13 @@ class TryAcquire {
   // The acquire may have run: release this id (best effort).
   std::optional<Request> on_unknown_outcome() const {
     const detail::LeaseState state(holders_key_, id_, ttl_, Clock::time_point{},
-                                   &detail::kPermitLease);
+                                   &detail::kPermitLease, count_key_);
     return detail::lease_request(state, false);
   }
 
  private:
   std::string holders_key_;
+  std::string count_key_;
   std::string fence_key_;
   std::uint32_t permits_;
   std::chrono::milliseconds ttl_;

@@ -53,7 +53,7 @@ struct TurnWait {
   Clock::time_point deadline;
   WaitOptions options;
   TurnKind kind = TurnKind::lock;
-  std::string readers_key{};  // an RwLock's
+  std::string readers_key{};  // an RwLock's; a Semaphore's count key
   std::string intent_key{};
   std::uint32_t permits = 0;  // a Semaphore's (key: its holders' set)
 };
@@ -111,7 +111,7 @@ TurnWait turn_wait(const Semaphore<N>& semaphore, const N& name, Clock::time_poi
       deadline,
       options,
       TurnKind::permit,
-      {},
+      semaphore.count_key(name),
       {},
       semaphore.permits()};
 }

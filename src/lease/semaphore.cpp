@@ -13,9 +13,13 @@ std::string with_prelude(const std::string& body) {
          "local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)\n"
          "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)\n"
          // The holders' set lives as long as its longest lease, never longer.
-         "local function keep_holders_expiry()\n"
+         // (And so does the count key, when given: the count the last grant used.)
+         "local function keep_holders_expiry(count_key)\n"
          "  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
-         "  if last[2] then redis.call('PEXPIREAT', KEYS[1], last[2]) end\n"
+         "  if last[2] then\n"
+         "    redis.call('PEXPIREAT', KEYS[1], last[2])\n"
+         "    if count_key then redis.call('PEXPIREAT', count_key, last[2]) end\n"
+         "  end\n"
          "end\n"
          // Drops the waiters whose place ran out; publishes the head's id.
          "local function notify_head(queue, tickets, channel)\n"
@@ -30,19 +34,20 @@ std::string with_prelude(const std::string& body) {
 
 }  // namespace
 
-// acquire: KEYS holders[, fence counter]; ARGV id, ttl ms, permits -> granted (or already held by
-// this id: a retry): 1, or with a fence counter the permit's fencing number; 0 every permit is
-// held.
+// acquire: KEYS holders, count[, fence counter]; ARGV id, ttl ms, permits -> granted (or already
+// held by this id: a retry): 1, or with a fence counter the permit's fencing number; 0 every
+// permit is held. A grant stores its count (for status tools).
 const Script& permit_acquire_script() {
   static const Script script(
       with_prelude("if redis.call('ZSCORE', KEYS[1], ARGV[1]) then\n"
-                   "  if KEYS[2] then return tonumber(redis.call('GET', KEYS[2]) or '0') end\n"
+                   "  if KEYS[3] then return tonumber(redis.call('GET', KEYS[3]) or '0') end\n"
                    "  return 1\n"
                    "end\n"
                    "if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end\n"
                    "redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])\n"
-                   "keep_holders_expiry()\n"
-                   "if KEYS[2] then return redis.call('INCR', KEYS[2]) end\n"
+                   "redis.call('SET', KEYS[2], ARGV[3])\n"
+                   "keep_holders_expiry(KEYS[2])\n"
+                   "if KEYS[3] then return redis.call('INCR', KEYS[3]) end\n"
                    "return 1\n"));
   return script;
 }
@@ -52,7 +57,7 @@ const Script& permit_acquire_script() {
 const Script& permit_release_script() {
   static const Script script(
       with_prelude("local removed = redis.call('ZREM', KEYS[1], ARGV[1])\n"
-                   "keep_holders_expiry()\n"
+                   "keep_holders_expiry(nil)\n"
                    "if KEYS[2] and redis.pcall('EXISTS', KEYS[2]) == 1 then\n"
                    "  notify_head(KEYS[2], KEYS[3], ARGV[2])\n"
                    "end\n"
@@ -60,13 +65,13 @@ const Script& permit_release_script() {
   return script;
 }
 
-// extend: KEYS holders; ARGV id, ttl ms -> 1 this permit's lease restarted, 0 it had ended (an
-// ended lease is never resurrected).
+// extend: KEYS holders, count; ARGV id, ttl ms -> 1 this permit's lease restarted, 0 it had ended
+// (an ended lease is never resurrected).
 const Script& permit_extend_script() {
   static const Script script(
       with_prelude("if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end\n"
                    "redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])\n"
-                   "keep_holders_expiry()\n"
+                   "keep_holders_expiry(KEYS[2])\n"
                    "return 1\n"));
   return script;
 }
@@ -80,16 +85,16 @@ Request permit_release_request(const LeaseState& state) {
   return Request::script(permit_release_script(), keys, args);
 }
 
-// in turn: KEYS holders, queue, tickets[, fence counter]; ARGV id, ttl ms, ticket ttl ms, permits,
-// channel -> {1, fence (1 when not fenced)} if this id holds a permit now (granted now, or already:
-// a retry), else {0, ms until the first permit's lease ends, this waiter's place among those
-// waiting for a permit (1: the next to get one), the head's ticket ms left (0: this waiter is the
-// head)}. The first (permits - holders) waiters of the queue get a permit; a grant that leaves a
-// permit free tells the next head, so one release's message reaches as many waiters as there
-// are free permits. With no queue, a free permit is granted without one.
+// in turn: KEYS holders, queue, tickets, count[, fence counter]; ARGV id, ttl ms, ticket ttl ms,
+// permits, channel -> {1, fence (1 when not fenced)} if this id holds a permit now (granted now, or
+// already: a retry), else {0, ms until the first permit's lease ends, this waiter's place among
+// those waiting for a permit (1: the next to get one), the head's ticket ms left (0: this waiter is
+// the head)}. The first (permits - holders) waiters of the queue get a permit; a grant that leaves
+// a permit free tells the next head, so one release's message reaches as many waiters as there are
+// free permits. With no queue, a free permit is granted without one.
 const Script& permit_in_turn_script() {
   static const Script script(with_prelude(
-      "local fenced = KEYS[4] ~= nil\n"
+      "local fenced = KEYS[5] ~= nil\n"
       "local permits = tonumber(ARGV[4])\n"
       "local function granted(fence)\n"
       "  redis.call('ZREM', KEYS[2], ARGV[1])\n"
@@ -98,13 +103,14 @@ const Script& permit_in_turn_script() {
       "end\n"
       "local function grant()\n"
       "  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])\n"
-      "  keep_holders_expiry()\n"
+      "  redis.call('SET', KEYS[4], ARGV[4])\n"
+      "  keep_holders_expiry(KEYS[4])\n"
       "  local fence = 1\n"
-      "  if fenced then fence = redis.call('INCR', KEYS[4]) end\n"
+      "  if fenced then fence = redis.call('INCR', KEYS[5]) end\n"
       "  return fence\n"
       "end\n"
       "if redis.call('ZSCORE', KEYS[1], ARGV[1]) then\n"
-      "  if fenced then return granted(tonumber(redis.call('GET', KEYS[4]) or '0')) end\n"
+      "  if fenced then return granted(tonumber(redis.call('GET', KEYS[5]) or '0')) end\n"
       "  return granted(1)\n"
       "end\n"
       "if redis.call('EXISTS', KEYS[2]) == 0 and redis.call('ZCARD', KEYS[1]) < permits then\n"

@@ -113,10 +113,8 @@ class TurnTry {
       return kPermitLease;
     return wait_.kind == TurnKind::write ? kRwWriterLease : kRwReaderLease;
   }
-  // A permit's lease has one key, the holders' set; a reader's and a writer's two.
-  std::string second_key() const {
-    return wait_.kind == TurnKind::permit ? std::string() : wait_.readers_key;
-  }
+  // A reader's and a writer's second key is the readers' set, a permit's the count key.
+  const std::string& second_key() const { return wait_.readers_key; }
 
   Request permit_request() const {
     const std::string queue = queue_key(wait_.key);
@@ -127,9 +125,9 @@ class TurnTry {
     const DecimalDigits permits(wait_.permits);
     const std::string_view args[] = {id_hex_, ttl.view(), ticket_ttl.view(), permits.view(),
                                      channel};
-    const std::string_view keys[] = {wait_.key, queue, tickets,
+    const std::string_view keys[] = {wait_.key, queue, tickets, wait_.readers_key,
                                      wait_.fence_key ? std::string_view(*wait_.fence_key) : ""};
-    return Request::script(permit_in_turn_script(), std::span(keys, wait_.fence_key ? 4 : 3), args)
+    return Request::script(permit_in_turn_script(), std::span(keys, wait_.fence_key ? 5 : 4), args)
         .retry_safe()
         .grants_lease();
   }
