@@ -60,22 +60,37 @@ struct NameStatus {
   std::optional<Lease> writer;
   std::vector<Lease> readers;
   std::optional<Lease> cron;
+  std::vector<Lease> permits;  // the holders of `run --limit` permits
+  long long permit_count = 0;  // the count of the last grant
 };
 
+// The live members of a sorted set of leases scored by their end in server ms.
+std::vector<Lease> live_members(Client& redis, const std::string& key, long long now) {
+  std::vector<Lease> leases;
+  const Reply members = redis.process(Command{"ZRANGE", key, "0", "-1", "WITHSCORES"});
+  for (std::size_t i = 0; i + 1 < members.elements.size(); i += 2) {
+    const long long end = static_cast<long long>(std::stod(members.elements[i + 1].str));
+    if (end > now)
+      leases.push_back(Lease{members.elements[i].str, end - now});
+  }
+  return leases;
+}
+
 NameStatus read_status(const Globals& globals, Client& redis, const std::string& name) {
-  NameStatus status{name, {}, {}, {}};
+  NameStatus status{name, {}, {}, {}, {}, 0};
   const auto lock = run_lock(globals, milliseconds(1000));
   const Reply writer = redis.process(Command{"GET", lock.writer_key(name)});
   if (writer.type == Reply::Type::string)
     status.writer =
         Lease{writer.str, redis.process(Command{"PTTL", lock.writer_key(name)}).integer};
-  const Reply readers =
-      redis.process(Command{"ZRANGE", lock.readers_key(name), "0", "-1", "WITHSCORES"});
   const long long now = server_now_ms(redis);
-  for (std::size_t i = 0; i + 1 < readers.elements.size(); i += 2) {
-    const long long end = static_cast<long long>(std::stod(readers.elements[i + 1].str));
-    if (end > now)
-      status.readers.push_back(Lease{readers.elements[i].str, end - now});
+  status.readers = live_members(redis, lock.readers_key(name), now);
+  const auto permits = run_semaphore(globals, milliseconds(1000), 1);
+  status.permits = live_members(redis, permits.holders_key(name), now);
+  if (!status.permits.empty()) {
+    const Reply count = redis.process(Command{"GET", permits.count_key(name)});
+    if (count.type == Reply::Type::string)
+      status.permit_count = std::stoll(count.str);
   }
   const std::string cron_key = cron_lock(globals, milliseconds(1000)).key(name);
   const Reply cron = redis.process(Command{"GET", cron_key});
@@ -101,7 +116,8 @@ int status(const Globals& globals, const std::vector<std::string>& names, bool j
       out << "[";
     for (std::size_t n = 0; n < names.size(); ++n) {
       const NameStatus status = read_status(globals, redis, names[n]);
-      const bool held = status.writer || !status.readers.empty() || status.cron;
+      const bool held =
+          status.writer || !status.readers.empty() || status.cron || !status.permits.empty();
       if (json) {
         out << (n ? "," : "") << "{\"name\":" << json_string(status.name) << ",\"state\":\""
             << (status.writer             ? "exclusive"
@@ -111,7 +127,11 @@ int status(const Globals& globals, const std::vector<std::string>& names, bool j
             << ",\"readers\":[";
         for (std::size_t i = 0; i < status.readers.size(); ++i)
           out << (i ? "," : "") << lease_json(status.readers[i]);
-        out << "],\"cron\":" << (status.cron ? lease_json(*status.cron) : "null") << "}";
+        out << "],\"cron\":" << (status.cron ? lease_json(*status.cron) : "null")
+            << ",\"permits\":{\"count\":" << status.permit_count << ",\"holders\":[";
+        for (std::size_t i = 0; i < status.permits.size(); ++i)
+          out << (i ? "," : "") << lease_json(status.permits[i]);
+        out << "]}}";
         continue;
       }
       out << status.name << ": ";
@@ -131,6 +151,13 @@ int status(const Globals& globals, const std::vector<std::string>& names, bool j
         out << (status.writer || !status.readers.empty() ? "; " : "") << "cron interval held by "
             << short_token(status.cron->token) << " ("
             << format_duration(milliseconds(status.cron->ms_left)) << " left)";
+      }
+      if (!status.permits.empty()) {
+        out << (status.writer || !status.readers.empty() || status.cron ? "; " : "")
+            << status.permits.size() << " of " << status.permit_count << " permits held:";
+        for (const auto& permit : status.permits)
+          out << " " << short_token(permit.token) << " ("
+              << format_duration(milliseconds(permit.ms_left)) << " left)";
       }
       out << "\n";
     }
@@ -182,17 +209,23 @@ int list(const Globals& globals, const std::string& pattern, bool json) {
   Client redis = connect_or_exit(globals);
   try {
     const std::string run_prefix = globals.prefix + ":RwLock:{run:";
+    const std::string permits_prefix = globals.prefix + ":Semaphore:{run:";
     const std::string cron_prefix = globals.prefix + ":Lock:cron:";
     std::vector<std::string> names;
     for (const std::string& found : scan_keys(redis, globals.prefix + ":*")) {
       const Reply key = Reply::make_string(found);
       {
         std::string name;
-        // A run's fencing counter (":f") outlives its leases: it is not a lease.
-        if (key.str.starts_with(run_prefix) && key.str.size() > run_prefix.size() + 3 &&
-            !key.str.ends_with("}:f")) {
-          const std::string escaped =
-              key.str.substr(run_prefix.size(), key.str.size() - run_prefix.size() - 3);
+        // Only the leases themselves: a run's fencing counter (":f") outlives them, and a
+        // queue (":w:queue", ":w:tickets") or a count (":n") is not one.
+        const bool run_lease =
+            key.str.starts_with(run_prefix) &&
+            (key.str.ends_with("}:w") || key.str.ends_with("}:r") || key.str.ends_with("}:i"));
+        const bool permit_lease = key.str.starts_with(permits_prefix) && key.str.ends_with("}:h");
+        if ((run_lease && key.str.size() > run_prefix.size() + 3) ||
+            (permit_lease && key.str.size() > permits_prefix.size() + 3)) {
+          const std::size_t from = run_lease ? run_prefix.size() : permits_prefix.size();
+          const std::string escaped = key.str.substr(from, key.str.size() - from - 3);
           // Undo the %-escaping of braces and '%'.
           for (std::size_t i = 0; i < escaped.size(); ++i) {
             if (escaped[i] == '%' && i + 2 < escaped.size() + 0 &&
@@ -244,7 +277,11 @@ int release_force(const Globals& globals, const std::string& name) {
     const long long removed_run = redis.process(lock.force_release(name));
     const Reply removed_cron =
         redis.process(Command{"DEL", cron_lock(globals, milliseconds(1000)).key(name)});
-    const long long removed = removed_run + removed_cron.integer;
+    // The `run --limit` permits (their waiters find out at their recheck).
+    const auto permits = run_semaphore(globals, milliseconds(1000), 1);
+    const Reply removed_permits =
+        redis.process(Command{"DEL", permits.holders_key(name), permits.count_key(name)});
+    const long long removed = removed_run + removed_cron.integer + removed_permits.integer;
     std::vector<std::string> what;
     if (status.writer)
       what.push_back("the exclusive lease " + short_token(status.writer->token));
@@ -252,6 +289,8 @@ int release_force(const Globals& globals, const std::string& name) {
       what.push_back(std::to_string(status.readers.size()) + " shared lease(s)");
     if (status.cron)
       what.push_back("the cron interval lease " + short_token(status.cron->token));
+    if (!status.permits.empty())
+      what.push_back(std::to_string(status.permits.size()) + " permit(s)");
     if (removed == 0) {
       std::cout << name << ": nothing to release\n";
       return 0;

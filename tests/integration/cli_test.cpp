@@ -487,6 +487,37 @@ TEST_F(CliTest, StatusListAndForcedReleaseShowAndRemoveLeases) {
   EXPECT_EQ(holder.wait(), 75) << "its lease was removed behind its back";
 }
 
+// Permits in status, list and release --force; a queue of waiters is not listed as a lease.
+TEST_F(CliTest, StatusAndListShowPermitsAndNotTheQueues) {
+  auto permit = cli({"--prefix", "ops", "run", "--limit", "2", name_, "--", "sleep", "10"});
+  auto exclusive = cli({"--prefix", "ops", "run", name_ + "x", "--", "sleep", "10"});
+  ASSERT_TRUE(eventually([&] { return exists("ops:RwLock:{run:" + name_ + "x}:w"); }));
+  auto waiting = cli({"--prefix", "ops", "run", name_ + "x", "--", "true"});
+  ASSERT_TRUE(eventually([&] { return exists("ops:RwLock:{run:" + name_ + "x}:w:queue"); }));
+  ASSERT_TRUE(eventually([&] { return exists("ops:Semaphore:{run:" + name_ + "}:h"); }));
+  auto status = cli({"--prefix", "ops", "status", name_});
+  EXPECT_EQ(status.wait(), 0);
+  EXPECT_NE(status.out().find(name_ + ": 1 of 2 permits held: "), std::string::npos)
+      << status.out();
+  auto json = cli({"--prefix", "ops", "status", "--json", name_});
+  EXPECT_EQ(json.wait(), 0);
+  EXPECT_NE(json.out().find("\"permits\":{\"count\":2,\"holders\":[{"), std::string::npos)
+      << json.out();
+  auto list = cli({"--prefix", "ops", "list"});
+  EXPECT_EQ(list.wait(), 0);
+  EXPECT_NE(list.out().find(name_ + ": 1 of 2 permits held"), std::string::npos) << list.out();
+  EXPECT_NE(list.out().find(name_ + "x: held exclusively"), std::string::npos) << list.out();
+  EXPECT_EQ(list.out().find("queue"), std::string::npos) << "a queue listed as a lease";
+  auto release = cli({"--prefix", "ops", "release", "--force", name_});
+  EXPECT_EQ(release.wait(), 0);
+  EXPECT_NE(release.out().find("1 permit(s)"), std::string::npos) << release.out();
+  EXPECT_EQ(permit.wait(), 75) << "its permit was removed behind its back";
+  waiting.signal(SIGTERM);
+  EXPECT_EQ(waiting.wait(), 128 + SIGTERM);
+  exclusive.signal(SIGTERM);
+  exclusive.wait();
+}
+
 TEST_F(CliTest, ThreeCronProcessesRunEachIntervalAtMostOnce) {
   const std::string log = file(".cron");
   const std::string child = "date +%s%3N >> " + log;
