@@ -87,7 +87,8 @@ Request permit_release_request(const LeaseState& state) {
 
 // in turn: KEYS holders, queue, tickets, count[, fence counter]; ARGV id, ttl ms, ticket ttl ms,
 // permits, channel -> {1, fence (1 when not fenced)} if this id holds a permit now (granted now, or
-// already: a retry), else {0, ms until the first permit's lease ends, this waiter's place among
+// already: a retry), else {0, ms until the lease whose end lets this waiter in ends (its own
+// blocker: a crashed holder tells no one), this waiter's place among
 // those waiting for a permit (1: the next to get one), the head's ticket ms left (0: this waiter is
 // the head)}. The first (permits - holders) waiters of the queue get a permit; a grant that leaves
 // a permit free tells the next head, so one release's message reaches as many waiters as there are
@@ -137,9 +138,13 @@ const Script& permit_in_turn_script() {
       "end\n"
       "redis.call('PEXPIRE', KEYS[2], 2 * ticket)\n"
       "redis.call('PEXPIRE', KEYS[3], 2 * ticket)\n"
-      "local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')\n"
+      // The lease whose end lets this waiter in: the (holders - permits + rank)-th to end.
+      "local index = redis.call('ZCARD', KEYS[1]) - permits + rank\n"
       "local blocker = 0\n"
-      "if first[2] then blocker = tonumber(first[2]) - now end\n"
+      "if index >= 0 then\n"
+      "  local ending = redis.call('ZRANGE', KEYS[1], index, index, 'WITHSCORES')\n"
+      "  if ending[2] then blocker = tonumber(ending[2]) - now end\n"
+      "end\n"
       "local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]\n"
       "local head_ticket = 0\n"
       "if head ~= ARGV[1] then\n"

@@ -65,10 +65,13 @@ class TurnTry {
     if (!fields)
       return Result<TurnOutcome>(fields.error(), fields.detail());
     const std::vector<long long>& f = *fields;
-    if (f[0] == 0)
+    if (f[0] == 0) {
+      // A permit's blocker is its own (the lease whose end lets it in): each permit waiter
+      // tries at its blocker's end, as the head of a lock's queue does.
+      const std::size_t place = wait_.kind == TurnKind::permit ? 1 : static_cast<std::size_t>(f[2]);
       return TurnOutcome{nullptr,
-                         {std::chrono::milliseconds(f[1]), static_cast<std::size_t>(f[2]),
-                          std::chrono::milliseconds(f[3])}};
+                         {std::chrono::milliseconds(f[1]), place, std::chrono::milliseconds(f[3])}};
+    }
     const Clock::time_point deadline = lease_deadline(timing.sent, wait_.ttl);
     if (timing.received >= deadline)
       return granted_too_late<TurnOutcome>();
@@ -137,6 +140,16 @@ class TurnTry {
   LeaseId id_;
   std::string id_hex_;
   std::chrono::milliseconds ticket_ttl_;
+};
+
+// The leave of a wait that ended without the lease, as a query whose reply is awaited: the wait
+// ends once its place is given up, so a process that exits right after it leaves no place behind.
+struct LeaveTurn {
+  using result_type = bool;
+  using effect = Write<TurnTag>;
+  Request leave;
+  const Request& request() const { return leave; }
+  Result<bool> parse(const Reply& reply, const Timing&) const { return one_or_zero(reply); }
 };
 
 // Whether a release's message (the ids whose turn it is, space-separated) names `id`.
@@ -273,11 +286,19 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
     timer_.cancel();
     if (watch_)
       transport_->notifications().unwatch(*watch_);
-    // Given up, failed or cancelled: the place in the queue goes at once. (Sent after a try in
-    // flight on the same connection, it lands after it.)
-    if (!state)
-      send_without_waiting(*transport_, query_.leave());
-    done_(error, std::move(detail), std::move(state));
+    if (state || (error && error != asio::error::operation_aborted)) {
+      // Granted; or failed, when Redis may not answer a leave either: it is sent, not awaited.
+      if (!state)
+        send_without_waiting(*transport_, query_.leave());
+      done_(error, std::move(detail), std::move(state));
+      return;
+    }
+    // Given up or cancelled: the wait ends once its place is given up (a leave sent after a try
+    // in flight on the same connection lands after it), whatever the leave's outcome.
+    auto on_left = [self = shared_from_this(), error, detail = std::move(detail)](
+                       Result<bool>) mutable { self->done_(error, std::move(detail), nullptr); };
+    transport_->submit(std::make_unique<QueryOperation<LeaveTurn, decltype(on_left)>>(
+        LeaveTurn{query_.leave()}, connection_now(*transport_), std::move(on_left)));
   }
 
   std::shared_ptr<Transport> transport_;
