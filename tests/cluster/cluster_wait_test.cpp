@@ -52,13 +52,14 @@ long long subscribers(const RedisCluster& cluster, int node, const std::string& 
   return reply.elements.size() == 2 ? reply.elements[1].integer : -1;
 }
 
-// The `ssub` counts of the connections named `name` on `node` (CLIENT LIST), those with any.
+// The `ssub` counts of the connections of the client named `name` on `node` (CLIENT LIST: its
+// own name, or one that starts with it), those with any.
 std::vector<long long> shard_subscriptions(const RedisCluster& cluster, int node,
                                            const std::string& name) {
   std::vector<long long> counts;
   std::istringstream lines(cluster.command(index(node), {"CLIENT", "LIST"}).str);
   for (std::string line; std::getline(lines, line);) {
-    if (line.find(" name=" + name + " ") == std::string::npos)
+    if (line.find(" name=" + name) == std::string::npos)
       continue;
     const auto at = line.find(" ssub=");
     if (at == std::string::npos)
@@ -409,6 +410,11 @@ TEST(ClusterWaitFailover, WaitersGetTheLockFromThePromotedReplica) {
     EXPECT_GT(released_waited.at, release_sent)
         << "the waiter had the lock before the holder released it";
   }
+  // Told by the subscription that followed the slot to the promoted replica, or at the latest
+  // by a recheck (which may first see a try to the dead master time out).
+  EXPECT_LT(released_waited.at - release_done,
+            kSlowRecheck.recheck + options.command_timeout + 1000ms)
+      << ms(released_waited.at - release_done) << " ms after the release";
   std::cout << "[ figures  ] after the failover: the waiter had the released lock "
             << ms(released_waited.at - release_done) << " ms after the release returned\n";
 
