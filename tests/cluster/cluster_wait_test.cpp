@@ -32,7 +32,7 @@ std::string unique(const std::string& what) {
   return what + "." + std::to_string(::getpid()) + "." + std::to_string(++counter);
 }
 
-std::size_t index(int node) {
+std::size_t node_index(int node) {
   return static_cast<std::size_t>(node);
 }
 
@@ -42,13 +42,13 @@ int master_of_key(const RedisCluster& cluster, const std::string& key) {
 
 // How many waiters the queue of `lock_key` holds, on `node`.
 long long queued(const RedisCluster& cluster, int node, const std::string& lock_key) {
-  return cluster.command(index(node), {"ZCARD", detail::queue_key(lock_key)}).integer;
+  return cluster.command(node_index(node), {"ZCARD", detail::queue_key(lock_key)}).integer;
 }
 
 // How many connections of `node` are subscribed to the release channel of `lock_key`.
 long long subscribers(const RedisCluster& cluster, int node, const std::string& lock_key) {
-  const Reply reply =
-      cluster.command(index(node), {"PUBSUB", "SHARDNUMSUB", detail::released_channel(lock_key)});
+  const Reply reply = cluster.command(
+      node_index(node), {"PUBSUB", "SHARDNUMSUB", detail::released_channel(lock_key)});
   return reply.elements.size() == 2 ? reply.elements[1].integer : -1;
 }
 
@@ -57,7 +57,7 @@ long long subscribers(const RedisCluster& cluster, int node, const std::string& 
 std::vector<long long> shard_subscriptions(const RedisCluster& cluster, int node,
                                            const std::string& name) {
   std::vector<long long> counts;
-  std::istringstream lines(cluster.command(index(node), {"CLIENT", "LIST"}).str);
+  std::istringstream lines(cluster.command(node_index(node), {"CLIENT", "LIST"}).str);
   for (std::string line; std::getline(lines, line);) {
     if (line.find(" name=" + name) == std::string::npos)
       continue;
@@ -281,8 +281,8 @@ TEST(ClusterWaitResharding, WaitersFollowTheirNamesSlotToAnotherMaster) {
 
   cluster.move_slot(slot, to);
   ASSERT_EQ(cluster.master_of(slot), to);
-  EXPECT_EQ(cluster.command(index(to), {"EXISTS", lock.key(soon)}).integer, 1);
-  EXPECT_EQ(cluster.command(index(from), {"EXISTS", lock.key(soon)}).integer, 0);
+  EXPECT_EQ(cluster.command(node_index(to), {"EXISTS", lock.key(soon)}).integer, 1);
+  EXPECT_EQ(cluster.command(node_index(from), {"EXISTS", lock.key(soon)}).integer, 0);
   EXPECT_FALSE(ready(soon_waiter)) << "granted while held";
   auto released_at = Clock::now();
   EXPECT_TRUE(holder.process(soon_held->release()));  // MOVED: to the new master
@@ -318,9 +318,9 @@ TEST(ClusterWaitResharding, WaitersFollowTheirNamesSlotToAnotherMaster) {
   EXPECT_EQ(queued(cluster, to, key), 0);
 }
 
-// The replication offset `replica` has acknowledged to `master` (INFO replication's slave0).
+// The replication offset that the replica of `master` has acknowledged (INFO replication: slave0).
 long long acknowledged_offset(const RedisCluster& cluster, int master) {
-  const std::string info = cluster.command(index(master), {"INFO", "replication"}).str;
+  const std::string info = cluster.command(node_index(master), {"INFO", "replication"}).str;
   const auto at = info.find("slave0:");
   if (at == std::string::npos)
     return -1;
@@ -329,7 +329,7 @@ long long acknowledged_offset(const RedisCluster& cluster, int master) {
 }
 
 long long master_offset(const RedisCluster& cluster, int master) {
-  const std::string info = cluster.command(index(master), {"INFO", "replication"}).str;
+  const std::string info = cluster.command(node_index(master), {"INFO", "replication"}).str;
   const auto at = info.find("master_repl_offset:");
   return at == std::string::npos ? -1 : std::stoll(info.substr(at + 19));
 }
@@ -373,7 +373,7 @@ TEST(ClusterWaitFailover, WaitersGetTheLockFromThePromotedReplica) {
   ASSERT_TRUE(eventually([&] { return acknowledged_offset(cluster, victim) >= written; }, 5s))
       << "the replica did not catch up";
 
-  cluster.node(index(victim)).kill();
+  cluster.node(node_index(victim)).kill();
   EXPECT_FALSE(ready(released_waiter)) << "granted before the failover";
   ASSERT_TRUE(eventually(
       [&] {
