@@ -222,6 +222,28 @@ TEST_F(CliTest, WaitingRunsGoInTheOrderTheyStartedEachSoonAfterThePreviousEnds) 
   EXPECT_FALSE(exists(queue));
 }
 
+// The run at the head of the queue is SIGKILLed: it never asks again and never leaves. The one
+// behind it gets in when the dead one's place runs out (2 s), not at the holder's TTL, never
+// later.
+TEST_F(CliTest, AKilledHeadWaiterDelaysTheNextOneByItsPlaceAtMost) {
+  const std::string queue = writer_key() + ":queue";
+  auto holder = cli({"run", name_, "--", "sleep", "0.3"});
+  ASSERT_TRUE(eventually([&] { return exists(writer_key()); }));
+  auto head = cli({"run", name_, "--", "true"});
+  ASSERT_TRUE(eventually([&] { return server_->command({"ZCARD", queue}).integer == 1; }));
+  auto next = cli({"run", name_, "--", "echo", "next"});
+  ASSERT_TRUE(eventually([&] { return server_->command({"ZCARD", queue}).integer == 2; }));
+  head.signal(SIGKILL);
+  EXPECT_EQ(head.wait(), 128 + SIGKILL);
+  const auto killed_at = std::chrono::steady_clock::now();
+  EXPECT_EQ(holder.wait(), 0);
+  EXPECT_EQ(next.wait(10s), 0);
+  EXPECT_EQ(next.out(), "next\n");
+  // Its place (2 s from its last try) and a margin for a loaded machine.
+  EXPECT_LT(std::chrono::steady_clock::now() - killed_at, 3500ms);
+  EXPECT_FALSE(exists(queue));
+}
+
 TEST_F(CliTest, AWaitingRunEndedBySigtermExits143AndLeavesTheQueue) {
   const std::string queue = writer_key() + ":queue";
   auto holder = cli({"run", name_, "--", "sleep", "10"});
