@@ -184,7 +184,10 @@ TEST_F(CliTest, AWaitingRunGetsInWhenTheHolderEnds) {
 TEST_F(CliTest, WaitingRunsGoInTheOrderTheyStartedEachSoonAfterThePreviousEnds) {
   const std::string log = file(".order");
   const std::string queue = writer_key() + ":queue";
-  auto holder = cli({"run", name_, "--", "sleep", "0.3"});
+  // The holder holds until every waiter has queued (its child waits for the file `go`).
+  const std::string go = file(".go");
+  auto holder =
+      cli({"run", name_, "--", "sh", "-c", "while [ ! -e " + go + " ]; do sleep 0.01; done"});
   ASSERT_TRUE(eventually([&] { return exists(writer_key()); }));
   constexpr int kWaiters = 5;
   std::deque<Cli> waiters;  // built in place: a Cli copied and destroyed kills its process
@@ -196,6 +199,7 @@ TEST_F(CliTest, WaitingRunsGoInTheOrderTheyStartedEachSoonAfterThePreviousEnds) 
         server_->dir());
     ASSERT_TRUE(eventually([&] { return server_->command({"ZCARD", queue}).integer == i + 1; }));
   }
+  std::ofstream{go};  // the holder's command ends
   EXPECT_EQ(holder.wait(), 0);
   for (auto& waiter : waiters)
     EXPECT_EQ(waiter.wait(), 0);
@@ -227,7 +231,9 @@ TEST_F(CliTest, WaitingRunsGoInTheOrderTheyStartedEachSoonAfterThePreviousEnds) 
 // later.
 TEST_F(CliTest, AKilledHeadWaiterDelaysTheNextOneByItsPlaceAtMost) {
   const std::string queue = writer_key() + ":queue";
-  auto holder = cli({"run", name_, "--", "sleep", "0.3"});
+  const std::string go = file(".go");  // the holder's command ends when it appears
+  auto holder =
+      cli({"run", name_, "--", "sh", "-c", "while [ ! -e " + go + " ]; do sleep 0.01; done"});
   ASSERT_TRUE(eventually([&] { return exists(writer_key()); }));
   auto head = cli({"run", name_, "--", "true"});
   ASSERT_TRUE(eventually([&] { return server_->command({"ZCARD", queue}).integer == 1; }));
@@ -236,6 +242,7 @@ TEST_F(CliTest, AKilledHeadWaiterDelaysTheNextOneByItsPlaceAtMost) {
   head.signal(SIGKILL);
   EXPECT_EQ(head.wait(), 128 + SIGKILL);
   const auto killed_at = std::chrono::steady_clock::now();
+  std::ofstream{go};
   EXPECT_EQ(holder.wait(), 0);
   EXPECT_EQ(next.wait(10s), 0);
   EXPECT_EQ(next.out(), "next\n");
