@@ -152,8 +152,9 @@ std::optional<LockToken<detail::WithLockTag>> Locker::wait_in_turn(std::string_v
   if (client_.running_in_io_thread())
     throw Error(make_error_code(errc::called_from_io_thread),
                 "a waiting lock was called on the client's I/O thread; use async_with_lock()");
-  return detail::wait_in_turn<LockToken<detail::WithLockTag>>(client_, turn_wait(name, ttl, deadline, waiting),
-                                                   std::move(stop), shutdown_stop_.get_token());
+  return detail::wait_in_turn<LockToken<detail::WithLockTag>>(
+      client_, turn_wait(name, ttl, deadline, waiting), std::move(stop),
+      shutdown_stop_.get_token());
 }
 
 bool Locker::is_shut_down() const {
