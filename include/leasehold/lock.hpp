@@ -123,6 +123,16 @@ inline std::string tickets_key(std::string_view lock_key) {
 inline std::string released_channel(std::string_view lock_key) {
   return same_slot_key(lock_key, ":released");
 }
+// The keys of a name's waiters, derived from its lock key.
+struct WaitKeys {
+  explicit WaitKeys(std::string_view lock_key)
+      : queue(queue_key(lock_key)),
+        tickets(tickets_key(lock_key)),
+        channel(released_channel(lock_key)) {}
+  std::string queue;
+  std::string tickets;
+  std::string channel;
+};
 
 // The release of the lease `id_hex` on a lock key: it tells the waiter at the head of the key's
 // queue, if any wait.

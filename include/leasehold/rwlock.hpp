@@ -258,11 +258,10 @@ class ForceRelease {
         intent_key_(std::move(intent_key)) {}
 
   Request request() const {
-    const std::string queue = detail::queue_key(writer_key_);
-    const std::string tickets = detail::tickets_key(writer_key_);
-    const std::string channel = detail::released_channel(writer_key_);
-    const std::string_view keys[] = {writer_key_, readers_key_, intent_key_, queue, tickets};
-    const std::string_view args[] = {channel};
+    const detail::WaitKeys waiting(writer_key_);
+    const std::string_view keys[] = {writer_key_, readers_key_, intent_key_, waiting.queue,
+                                     waiting.tickets};
+    const std::string_view args[] = {waiting.channel};
     return Request::script(detail::rw_force_release_script(), keys, args).retry_safe();
   }
   Result<long long> parse(const Reply& reply, const Timing&) const {

@@ -30,11 +30,9 @@ const Script& lock_release_script() {
 }
 
 Request lock_release_request(std::string_view key, std::string_view id_hex) {
-  const std::string queue = queue_key(key);
-  const std::string tickets = tickets_key(key);
-  const std::string channel = released_channel(key);
-  const std::string_view keys[] = {key, queue, tickets};
-  const std::string_view args[] = {id_hex, channel};
+  const WaitKeys waiting(key);
+  const std::string_view keys[] = {key, waiting.queue, waiting.tickets};
+  const std::string_view args[] = {id_hex, waiting.channel};
   return Request::script(lock_release_script(), keys, args);
 }
 

@@ -126,11 +126,9 @@ const Script& rw_read_release_script() {
 }
 
 Request rw_release_request(const LeaseState& state) {
-  const std::string queue = queue_key(state.key);
-  const std::string tickets = tickets_key(state.key);
-  const std::string channel = released_channel(state.key);
-  const std::string_view keys[] = {state.key, state.second_key, queue, tickets};
-  const std::string_view args[] = {state.id_hex(), channel};
+  const WaitKeys waiting(state.key);
+  const std::string_view keys[] = {state.key, state.second_key, waiting.queue, waiting.tickets};
+  const std::string_view args[] = {state.id_hex(), waiting.channel};
   return Request::script(state.kind->release(), keys, args);
 }
 

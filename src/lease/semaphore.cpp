@@ -77,11 +77,9 @@ const Script& permit_extend_script() {
 }
 
 Request permit_release_request(const LeaseState& state) {
-  const std::string queue = queue_key(state.key);
-  const std::string tickets = tickets_key(state.key);
-  const std::string channel = released_channel(state.key);
-  const std::string_view keys[] = {state.key, queue, tickets};
-  const std::string_view args[] = {state.id_hex(), channel};
+  const WaitKeys waiting(state.key);
+  const std::string_view keys[] = {state.key, waiting.queue, waiting.tickets};
+  const std::string_view args[] = {state.id_hex(), waiting.channel};
   return Request::script(permit_release_script(), keys, args);
 }
 

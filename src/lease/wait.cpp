@@ -93,20 +93,16 @@ class TurnTry {
     if (wait_.kind == TurnKind::lock)
       return LeaveQueue<TurnTag>(wait_.key, WaitTicket{id_, ticket_ttl_}).request();
     if (wait_.kind == TurnKind::permit) {
-      const std::string queue = queue_key(wait_.key);
-      const std::string tickets = tickets_key(wait_.key);
-      const std::string channel = released_channel(wait_.key);
-      const std::string_view keys[] = {wait_.key, queue, tickets};
-      const std::string_view args[] = {id_hex_, channel};
+      const WaitKeys waiting(wait_.key);
+      const std::string_view keys[] = {wait_.key, waiting.queue, waiting.tickets};
+      const std::string_view args[] = {id_hex_, waiting.channel};
       return Request::script(permit_leave_queue_script(), keys, args).retry_safe();
     }
     const std::string member = std::string(wait_.kind == TurnKind::write ? "w:" : "r:") + id_hex_;
-    const std::string queue = queue_key(wait_.key);
-    const std::string tickets = tickets_key(wait_.key);
-    const std::string channel = released_channel(wait_.key);
-    const std::string_view keys[] = {wait_.key, wait_.readers_key, wait_.intent_key, queue,
-                                     tickets};
-    const std::string_view args[] = {member, channel};
+    const WaitKeys waiting(wait_.key);
+    const std::string_view keys[] = {wait_.key, wait_.readers_key, wait_.intent_key, waiting.queue,
+                                     waiting.tickets};
+    const std::string_view args[] = {member, waiting.channel};
     return Request::script(rw_leave_queue_script(), keys, args).retry_safe();
   }
 
@@ -120,15 +116,13 @@ class TurnTry {
   const std::string& second_key() const { return wait_.readers_key; }
 
   Request permit_request() const {
-    const std::string queue = queue_key(wait_.key);
-    const std::string tickets = tickets_key(wait_.key);
-    const std::string channel = released_channel(wait_.key);
+    const WaitKeys waiting(wait_.key);
     const DecimalDigits ttl(wait_.ttl.count());
     const DecimalDigits ticket_ttl(ticket_ttl_.count());
     const DecimalDigits permits(wait_.permits);
     const std::string_view args[] = {id_hex_, ttl.view(), ticket_ttl.view(), permits.view(),
-                                     channel};
-    const std::string_view keys[] = {wait_.key, queue, tickets, wait_.readers_key,
+                                     waiting.channel};
+    const std::string_view keys[] = {wait_.key, waiting.queue, waiting.tickets, wait_.readers_key,
                                      wait_.fence_key ? std::string_view(*wait_.fence_key) : ""};
     return Request::script(permit_in_turn_script(), std::span(keys, wait_.fence_key ? 5 : 4), args)
         .retry_safe()
