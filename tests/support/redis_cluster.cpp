@@ -3,7 +3,10 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <thread>
 
@@ -23,6 +26,21 @@ std::string info_field(const std::string& info, const std::string& field) {
 RedisCluster::RedisCluster() : RedisCluster(Options{}) {}
 
 RedisCluster::RedisCluster(Options options) : options_(std::move(options)) {
+  // Each node's ports were free when it started, but another process on the machine can still get
+  // in the way of the nodes meeting on their bus ports: a failed creation is tried again once with
+  // new nodes, and its log is printed so that the cause stays visible.
+  try {
+    create();
+  } catch (const std::runtime_error& error) {
+    std::fprintf(stderr, "%s\ntrying again with new nodes\n", error.what());
+    nodes_.clear();
+    tls_ports_.clear();
+    create();
+  }
+  wait_ok();
+}
+
+void RedisCluster::create() {
   const int count = options_.masters * (1 + options_.replicas_per_master);
   for (int i = 0; i < count; ++i) {
     RedisServer::Options server;
@@ -57,10 +75,11 @@ RedisCluster::RedisCluster(Options options) : options_(std::move(options)) {
              " --cluster-yes > " + nodes_.front()->dir() + "/cluster-create.log 2>&1";
   const int status = std::system(command.c_str());
   if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    throw std::runtime_error("redis-cli --cluster create failed; see " + nodes_.front()->dir() +
-                             "/cluster-create.log");
+    // The nodes' directories go with them: the log's text travels in the message.
+    std::ifstream log(nodes_.front()->dir() + "/cluster-create.log");
+    const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    throw std::runtime_error("redis-cli --cluster create failed:\n" + text);
   }
-  wait_ok();
 }
 
 RedisCluster::~RedisCluster() = default;

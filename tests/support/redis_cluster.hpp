@@ -56,6 +56,8 @@ class RedisCluster {
   Reply command(std::size_t index, const std::vector<std::string>& args) const;
 
  private:
+  // Starts the nodes and runs redis-cli --cluster create; throws with its log when that fails.
+  void create();
   Reply slots_of_a_live_node() const;
   std::string node_id(std::size_t index) const;
 
