@@ -17,12 +17,25 @@
 namespace leasehold::testing {
 namespace {
 
-constexpr std::array<std::string_view, 18> kKindNames = {
-    "acquire_call",  "acquire_ok",   "acquire_fail",    "acquire_unknown",
-    "extend_ok",     "extend_fail",  "extend_unknown",  "release_call",
-    "release_ok",    "release_fail", "release_unknown", "cs_begin",
-    "cs_end",        "loss",         "fence",           "counter",
-    "counter_check", "fault"};
+constexpr std::array<std::string_view, 19> kKindNames = {"acquire_call",
+                                                         "acquire_ok",
+                                                         "acquire_fail",
+                                                         "acquire_unknown",
+                                                         "extend_ok",
+                                                         "extend_fail",
+                                                         "extend_unknown",
+                                                         "release_call",
+                                                         "release_ok",
+                                                         "release_fail",
+                                                         "release_unknown",
+                                                         "cs_begin",
+                                                         "cs_end",
+                                                         "loss",
+                                                         "fence",
+                                                         "counter",
+                                                         "counter_check",
+                                                         "occupancy",
+                                                         "fault"};
 static_assert(static_cast<std::size_t>(EventKind::fault) + 1 == kKindNames.size());
 
 template <class Integer>
@@ -120,7 +133,7 @@ std::optional<Event> parse_event(std::string_view line) {
     } else if (key == "lease") {
       parsed = parse_integer(value, event.lease);
     } else if (key == "mode") {
-      parsed = value == "w" || value == "r";
+      parsed = value == "w" || value == "r" || value == "p";
       if (parsed)
         event.mode = value[0];
     } else if (key == "deadline") {

@@ -26,7 +26,8 @@ namespace leasehold::testing {
 
 enum class EventKind {
   acquire_call,     // an acquire is about to be sent (lease: a new number)
-  acquire_ok,       // granted; deadline: until when the holder may act; mode: w or r
+  acquire_ok,       // granted; deadline: until when the holder may act; mode: w, r or p (a
+                    // semaphore's permit, with value: how many permits the name has)
   acquire_fail,     // not granted (busy)
   acquire_unknown,  // the acquire failed with an error: it may or may not have been granted
   extend_ok,        // the lease now runs until `deadline` (as seen at `t`)
@@ -43,6 +44,7 @@ enum class EventKind {
                   // detail "unknown": it failed with an error
   counter,        // a counter write: read, value (written), ok (confirmed; 0: outcome unknown)
   counter_check,  // a section read a counter it does not write twice: read (first), value (second)
+  occupancy,      // a permit holder's section counted itself in at Redis: value, how many were in
   fault,          // a fault injected by a test: detail says which, target the process it hit
 };
 
@@ -56,11 +58,12 @@ struct Event {
   EventKind kind = EventKind::fault;
   std::string name{};         // the lock's name (no spaces); empty when none
   std::uint64_t lease = 0;    // the lease's number within its process; 0: not known
-  char mode = 'w';            // 'w' exclusive (or writer), 'r' reader
+  char mode = 'w';            // 'w' exclusive (or writer), 'r' reader, 'p' a semaphore's permit
   std::int64_t deadline = 0;  // CLOCK_MONOTONIC ns
   bool valid = false;         // cs_end
   std::int64_t value = 0;     // fence: the fence value; counter: the value written;
-                              // counter_check: the second read
+                              // counter_check: the second read; occupancy: the count;
+                              // acquire_ok of a permit: the name's permits
   std::int64_t read = 0;      // counter: the value read; counter_check: the first read
   bool ok = false;            // fence: accepted; counter: confirmed
   std::int64_t start = 0;     // fence, counter: when the write was sent (CLOCK_MONOTONIC ns)

@@ -113,6 +113,37 @@ std::vector<std::pair<Party, Party>> overlaps(std::vector<Interval> intervals,
   return found;
 }
 
+// Intervals of a semaphore's name beyond its `permits`: one violation per interval that began
+// while `permits` others were still open (the other party: the one open the longest). Sets `peak`
+// (if given) to the most intervals open at once.
+std::vector<std::pair<Party, Party>> over_capacity(std::vector<Interval> intervals,
+                                                   std::int64_t permits,
+                                                   std::size_t* peak = nullptr) {
+  std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) {
+    return std::tie(a.span.begin, a.span.end) < std::tie(b.span.begin, b.span.end);
+  });
+  std::multimap<std::int64_t, Party> open;  // by end
+  std::vector<std::pair<Party, Party>> found;
+  for (const auto& interval : intervals) {
+    open.erase(open.begin(), open.upper_bound(interval.span.begin));  // touching is no overlap
+    if (static_cast<std::int64_t>(open.size()) >= permits)
+      found.emplace_back(open.begin()->second, interval.party);
+    open.emplace(interval.span.end, interval.party);
+    if (peak)
+      *peak = std::max(*peak, open.size());
+  }
+  return found;
+}
+
+// The permits of each semaphore name, from its grants (the highest, should they differ).
+std::map<std::string, std::int64_t> permits_by_name(const std::vector<Event>& events) {
+  std::map<std::string, std::int64_t> permits;
+  for (const auto& event : events)
+    if (event.kind == EventKind::acquire_ok && event.mode == 'p')
+      permits[event.name] = std::max(permits[event.name], event.value);
+  return permits;
+}
+
 std::map<LeaseKey, LeaseLife> lease_lives(const std::vector<Event>& events,
                                           std::vector<Violation>* late_grants) {
   std::map<LeaseKey, LeaseLife> lives;
@@ -177,6 +208,7 @@ struct Section {
   bool valid = false;
   std::size_t counter_checks = 0;
   std::optional<Event> counter_changed;  // the first counter_check whose two reads differ
+  std::int64_t occupancy = 0;            // the highest count of its occupancy events; 0: none
 };
 
 std::vector<Section> sections_of(const std::vector<Event>& events) {
@@ -184,13 +216,18 @@ std::vector<Section> sections_of(const std::vector<Event>& events) {
     Event begin;
     std::size_t counter_checks = 0;
     std::optional<Event> counter_changed;
+    std::int64_t occupancy = 0;
   };
   std::map<std::pair<int, int>, Open> open;  // by (pid, tid)
   std::vector<Section> sections;
   for (const auto& event : events) {
     const std::pair<int, int> thread{event.pid, event.tid};
     if (event.kind == EventKind::cs_begin) {
-      open[thread] = {event, 0, std::nullopt};
+      open[thread] = {event, 0, std::nullopt, 0};
+    } else if (event.kind == EventKind::occupancy) {
+      const auto section = open.find(thread);
+      if (section != open.end())
+        section->second.occupancy = std::max(section->second.occupancy, event.value);
     } else if (event.kind == EventKind::counter_check) {
       const auto section = open.find(thread);
       if (section == open.end())
@@ -207,7 +244,8 @@ std::vector<Section> sections_of(const std::vector<Event>& events) {
                           {event.pid, event.tid, start.lease, start.mode, {start.t, event.t}},
                           event.valid,
                           section->second.counter_checks,
-                          section->second.counter_changed});
+                          section->second.counter_changed,
+                          section->second.occupancy});
       open.erase(section);
     }
   }
@@ -303,9 +341,18 @@ HistoryReport check_history(const std::vector<Event>& events) {
       pieces_by_name[life.name].push_back(
           {piece, life.mode, {key.first, 0, key.second, life.mode, piece}, owner});
   }
-  for (auto& [name, intervals] : pieces_by_name)
+  const auto permits = permits_by_name(events);
+  for (auto& [name, intervals] : pieces_by_name) {
+    if (const auto semaphore = permits.find(name); semaphore != permits.end()) {
+      for (auto& [earlier, later] : over_capacity(std::move(intervals), semaphore->second))
+        report.double_grants.push_back(
+            {name, earlier, later,
+             "more than " + std::to_string(semaphore->second) + " permits provably live at once"});
+      continue;
+    }
     for (auto& [earlier, later] : overlaps(std::move(intervals)))
       report.double_grants.push_back({name, earlier, later, "two leases provably live at once"});
+  }
 
   // Sections.
   const auto sections = sections_of(events);
@@ -324,6 +371,20 @@ HistoryReport check_history(const std::vector<Event>& events) {
                                            std::to_string(section.counter_changed->read) + " to " +
                                            std::to_string(section.counter_changed->value) +
                                            " during a valid section that does not write it"});
+    }
+    if (section.occupancy > 0) {
+      ++report.occupancy_checks;
+      const auto semaphore = permits.find(section.name);
+      if (semaphore == permits.end() || section.occupancy > semaphore->second) {
+        report.counter_errors.push_back(
+            {section.name,
+             section.party,
+             {},
+             std::to_string(section.occupancy) + " holders counted inside at Redis, " +
+                 (semaphore == permits.end()
+                      ? std::string("with no permits granted")
+                      : "with " + std::to_string(semaphore->second) + " permits")});
+      }
     }
     valid_by_name[section.name].push_back(
         {section.party.span, section.party.mode, section.party, ++owner});
@@ -344,10 +405,20 @@ HistoryReport check_history(const std::vector<Event>& events) {
                                        : "a valid section outside the proven life of its lease"});
     }
   }
-  for (auto& [name, intervals] : valid_by_name)
+  for (auto& [name, intervals] : valid_by_name) {
+    if (const auto semaphore = permits.find(name); semaphore != permits.end()) {
+      std::size_t peak = 0;
+      for (auto& [earlier, later] : over_capacity(std::move(intervals), semaphore->second, &peak))
+        report.section_overlaps.push_back(
+            {name, earlier, later,
+             "more than " + std::to_string(semaphore->second) + " valid permit sections at once"});
+      report.permit_peak = std::max(report.permit_peak, peak);
+      continue;
+    }
     for (auto& [earlier, later] : overlaps(std::move(intervals), &report.reader_overlaps))
       report.section_overlaps.push_back(
           {name, earlier, later, "two valid critical sections overlap"});
+  }
 
   for (const auto& event : events)
     if (event.kind == EventKind::loss)
@@ -362,11 +433,11 @@ std::string HistoryReport::summary(std::size_t per_kind) const {
   out << leases << " leases, " << sections << " sections (" << valid_sections << " valid), "
       << losses << " losses, fences " << fences_accepted << " accepted / " << fences_rejected
       << " rejected, " << counter_writes << " counter writes, " << counter_checks
-      << " counter checks, " << reader_overlaps
-      << " reader overlaps; violations: " << double_grants.size() << " double grants, "
-      << section_overlaps.size() << " section overlaps, " << false_held.size() << " false held, "
-      << late_grants.size() << " late grants, " << fence_order.size() << " fence order, "
-      << counter_errors.size() << " counter\n";
+      << " counter checks, " << reader_overlaps << " reader overlaps, permit peak " << permit_peak
+      << ", " << occupancy_checks << " occupancy checks; violations: " << double_grants.size()
+      << " double grants, " << section_overlaps.size() << " section overlaps, " << false_held.size()
+      << " false held, " << late_grants.size() << " late grants, " << fence_order.size()
+      << " fence order, " << counter_errors.size() << " counter\n";
   const auto list = [&](const char* kind, const std::vector<Violation>& violations) {
     for (std::size_t i = 0; i < violations.size() && i < per_kind; ++i) {
       const auto& v = violations[i];

@@ -2,21 +2,24 @@
 // clock, no Redis, no processes; the unit tests feed it synthetic histories.
 //
 // Per name it verifies:
-//  - no double grant: two leases (not both readers) are never *provably live* at once. A lease is
+//  - no double grant: two leases (not both readers) are never *provably live* at once; on a
+//    semaphore's name (permit grants, mode 'p'), never more leases than its permits. A lease is
 //    provably live from the moment its holder learned of a grant or an extension until the
 //    deadline that came with it, and never after its holder called release. An extension that
 //    arrives after the previous deadline starts a new piece: the gap in between is not covered.
 //  - no overlap of critical sections that the library said were valid throughout (readers may
-//    overlap readers). Sections that touch (one ends at the very nanosecond the next begins) do
-//    not overlap. It counts the reader sections that did overlap another reader's, to show that
-//    readers really shared.
+//    overlap readers; permit sections up to the permits). Sections that touch (one ends at the
+//    very nanosecond the next begins) do not overlap. It counts the reader sections that did
+//    overlap another reader's, and the most permit sections open at once, to show that readers
+//    and permit holders really shared.
 //  - no false "held": a valid section of a known lease lies inside one piece of its proven life.
 //  - no grant reported at or after its own deadline.
 //  - fences: an accepted fenced write whose answer came before another accepted write was sent
 //    carries a smaller value (fences accepted only in increasing order).
 //  - counters: every confirmed write of a read-increment-write counter wrote read + 1, and no two
 //    confirmed writes wrote the same value (a lost update); a counter that a valid section read
-//    twice (a reader's counter_check) did not change in between (a writer got in).
+//    twice (a reader's counter_check) did not change in between (a writer got in); a valid permit
+//    section that counted itself in at Redis (occupancy) found no more holders than permits.
 // It also measures: loss reports against the lease's proven end, and takeovers after a holder
 // was killed (the first grant to anyone else after the kill).
 #pragma once
@@ -64,6 +67,9 @@ struct HistoryReport {
   // Valid reader sections that began while a valid reader section of another thread on the same
   // name was still open: the readers that shared.
   std::size_t reader_overlaps = 0;
+  // The most valid permit sections open at once on one semaphore name: permits really shared.
+  std::size_t permit_peak = 0;
+  std::size_t occupancy_checks = 0;  // valid permit sections that counted themselves in
 
   std::vector<Violation> double_grants;
   std::vector<Violation> section_overlaps;

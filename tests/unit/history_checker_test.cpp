@@ -323,6 +323,83 @@ TEST(HistoryChecker, ReaderLeasesMayOverlapButNotAWriterLease) {
   EXPECT_EQ(report.double_grants.size(), 1u) << report.summary();
 }
 
+// A semaphore's grants (mode 'p') carry the name's permits.
+Event permit_grant(int pid, std::uint64_t lease, const std::string& name, std::int64_t t,
+                   std::int64_t deadline, std::int64_t permits) {
+  return {.t = t,
+          .pid = pid,
+          .kind = EventKind::acquire_ok,
+          .name = name,
+          .lease = lease,
+          .mode = 'p',
+          .deadline = deadline,
+          .value = permits};
+}
+
+TEST(HistoryChecker, PermitLeasesMayOverlapUpToThePermitsButNoMore) {
+  History three;
+  for (int pid = 1; pid <= 3; ++pid)
+    three.event(permit_grant(pid, 1, "s", pid * kMs, 100 * kMs, 3));
+  EXPECT_TRUE(three.check().clean()) << three.check().summary();
+  // A fourth while the three live is one too many; one that starts as the first ends is not.
+  auto four = three;
+  four.event(permit_grant(4, 1, "s", 50 * kMs, 150 * kMs, 3));
+  const auto report = four.check();
+  ASSERT_EQ(report.double_grants.size(), 1u) << report.summary();
+  EXPECT_EQ(report.double_grants[0].second.pid, 4);
+  auto touching = three;
+  touching.release(1, 1, "s", 40 * kMs).event(permit_grant(4, 1, "s", 40 * kMs, 150 * kMs, 3));
+  EXPECT_TRUE(touching.check().clean()) << touching.check().summary();
+}
+
+TEST(HistoryChecker, PermitSectionsBeyondThePermitsAreCaughtAndThePeakCounted) {
+  History two;
+  two.event(permit_grant(1, 1, "s", 0, 1000 * kMs, 2))
+      .event(permit_grant(2, 1, "s", 0, 1000 * kMs, 2))
+      .event(permit_grant(3, 1, "s", 0, 1000 * kMs, 2))
+      .section(1, "s", 10 * kMs, 50 * kMs, true, 'p', 1)
+      .section(2, "s", 20 * kMs, 60 * kMs, true, 'p', 1)
+      .section(3, "s", 60 * kMs, 90 * kMs, true, 'p', 1);
+  // Three grants live at once on two permits: a double grant, but the sections kept to two.
+  auto report = two.check();
+  EXPECT_EQ(report.double_grants.size(), 1u) << report.summary();
+  EXPECT_TRUE(report.section_overlaps.empty()) << report.summary();
+  EXPECT_EQ(report.permit_peak, 2u);
+  two.section(3, "s", 30 * kMs, 40 * kMs, true, 'p', 1);
+  report = two.check();
+  ASSERT_EQ(report.section_overlaps.size(), 1u) << report.summary();
+  EXPECT_EQ(report.permit_peak, 3u);
+}
+
+TEST(HistoryChecker, AnOccupancyAboveThePermitsInAValidSectionIsCaught) {
+  const auto occupancy = [](int pid, std::int64_t t, std::int64_t count) {
+    return Event{.t = t,
+                 .pid = pid,
+                 .tid = pid,
+                 .kind = EventKind::occupancy,
+                 .name = "s",
+                 .mode = 'p',
+                 .value = count};
+  };
+  History fine;
+  fine.event(permit_grant(1, 1, "s", 0, 100 * kMs, 2))
+      .section(1, "s", 10 * kMs, 50 * kMs, true, 'p', 1)
+      .event(occupancy(1, 20 * kMs, 2));
+  EXPECT_TRUE(fine.check().clean()) << fine.check().summary();
+  EXPECT_EQ(fine.check().occupancy_checks, 1u);
+  History crowded;
+  crowded.event(permit_grant(1, 1, "s", 0, 100 * kMs, 2))
+      .section(1, "s", 10 * kMs, 50 * kMs, true, 'p', 1)
+      .event(occupancy(1, 20 * kMs, 3));
+  EXPECT_EQ(crowded.check().counter_errors.size(), 1u) << crowded.check().summary();
+  // Outside a valid section the count proves nothing.
+  History lost;
+  lost.event(permit_grant(1, 1, "s", 0, 100 * kMs, 2))
+      .section(1, "s", 10 * kMs, 50 * kMs, false, 'p', 1)
+      .event(occupancy(1, 20 * kMs, 3));
+  EXPECT_TRUE(lost.check().clean()) << lost.check().summary();
+}
+
 TEST(HistoryChecker, AValidSectionPastItsLeaseDeadlineIsAFalseHeld) {
   History granted;
   granted.grant(1, 1, "a", 0, 100 * kMs);
@@ -476,6 +553,12 @@ TEST(HistoryRecorder, EventsSurviveTheRoundTripThroughALine) {
   const auto parsed = parse_event(event.to_line());
   ASSERT_TRUE(parsed.has_value());
   EXPECT_EQ(parsed->to_line(), event.to_line());
+  const Event permit{.t = 1, .kind = EventKind::occupancy, .name = "s", .mode = 'p', .value = 3};
+  const auto parsed_permit = parse_event(permit.to_line());
+  ASSERT_TRUE(parsed_permit.has_value());
+  EXPECT_EQ(parsed_permit->mode, 'p');
+  EXPECT_EQ(parsed_permit->kind, EventKind::occupancy);
+  EXPECT_FALSE(parse_event("t=1 kind=loss mode=x").has_value());  // no such mode
   EXPECT_FALSE(parse_event("t=12 pid=1").has_value());            // no kind
   EXPECT_FALSE(parse_event("t=1x pid=1 kind=loss").has_value());  // a torn number
   EXPECT_FALSE(parse_event("t=1 kind=nonsense").has_value());
