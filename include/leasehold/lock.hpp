@@ -109,6 +109,7 @@ inline void append_escaped(std::string& out, std::string_view name) {
 }
 
 const Script& lock_release_script();
+const Script& lock_release_untagged_script();
 const Script& lock_extend_script();
 
 // A lock key's queue of waiters (a sorted set of their ids by arrival), their tickets (ids by the

@@ -14,25 +14,57 @@ std::string_view notify_head_lua() {
          "end\n";
 }
 
-// KEYS[1] lock key [, KEYS[2] its queue, KEYS[3] its tickets], ARGV[1] lease id [, ARGV[2] the
-// channel of its releases] -> 1 if the key held this id and was deleted (and, with a queue, the
-// waiter at its head was told), else 0. A user whose ACL forbids looking at the queue releases
-// without telling anyone (its waiters, if any, find out at their next recheck).
+namespace {
+
+// A lock release: GET, compare, DEL; then, if the key's queue exists, SPUBLISH the id at its head
+// on the channel `channel` (a Lua expression: the channel's name). Every lock release runs this,
+// and each name sent to Redis costs it more than building one in Lua: the release sends the queue
+// (a key the script reads must be declared, or a cluster refuses it while its slot moves) but not
+// the channel, whose name the script builds only when someone waits. A head whose ticket ran out
+// is told in vain; the waiter behind it tries when that ticket ends. A user whose ACL forbids
+// looking at the queue releases without telling anyone (its waiters find out at their recheck).
+std::string lock_release_lua(std::string_view channel) {
+  return "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+         "redis.call('DEL', KEYS[1])\n"
+         "if KEYS[2] and redis.pcall('EXISTS', KEYS[2]) == 1 then\n"
+         "  local head = redis.pcall('ZRANGE', KEYS[2], 0, 0)[1]\n"
+         "  if head then redis.pcall('SPUBLISH', " +
+         std::string(channel) +
+         ", head) end\n"
+         "end\n"
+         "return 1\n";
+}
+
+}  // namespace
+
+// KEYS[1] lock key [, KEYS[2] its queue], ARGV[1] lease id [, ARGV[2] its release channel] -> 1
+// if the key held this id and was deleted (and, with a queue, the waiter at its head was told),
+// else 0. Without ARGV[2] the key carries a hash tag, and the channel is its name and ":released"
+// (what same_slot_key() gives such a key).
 const Script& lock_release_script() {
-  static const Script script(std::string(notify_head_lua()) +
-                             "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
-                             "redis.call('DEL', KEYS[1])\n"
-                             "if KEYS[2] and redis.pcall('EXISTS', KEYS[2]) == 1 then\n"
-                             "  notify_head(KEYS[2], KEYS[3], ARGV[2])\n"
-                             "end\n"
-                             "return 1\n");
+  static const Script script(lock_release_lua("ARGV[2] or (KEYS[1] .. ':released')"));
+  return script;
+}
+
+// KEYS[1] a lock key without braces, KEYS[2] its queue, ARGV[1] lease id -> as
+// lock_release_script(); the channel is named as same_slot_key() names it: the key, ":released"
+// and the key as a hash tag.
+const Script& lock_release_untagged_script() {
+  static const Script script(lock_release_lua("KEYS[1] .. ':released{' .. KEYS[1] .. '}'"));
   return script;
 }
 
 Request lock_release_request(std::string_view key, std::string_view id_hex) {
-  const WaitKeys waiting(key);
-  const std::string_view keys[] = {key, waiting.queue, waiting.tickets};
-  const std::string_view args[] = {id_hex, waiting.channel};
+  const std::string queue = queue_key(key);
+  const std::string_view keys[] = {key, queue};
+  const std::string_view id[] = {id_hex};
+  if (hash_tag(key) != key)
+    return Request::script(lock_release_script(), keys, id);
+  if (!key.empty() && key.find_first_of("{}") == std::string_view::npos)
+    return Request::script(lock_release_untagged_script(), keys, id);
+  // Braces that make no tag: same_slot_key() escapes them, which the script does not repeat.
+  const std::string channel = released_channel(key);
+  const std::string_view args[] = {id_hex, channel};
   return Request::script(lock_release_script(), keys, args);
 }
 

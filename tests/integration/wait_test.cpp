@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "eventually.hpp"
@@ -68,6 +69,34 @@ TEST_F(WaitTest, AReleaseHandsTheLockToTheWaiterWithinARoundTripOrSo) {
   EXPECT_EQ(
       server_->command({"EXISTS", detail::queue_key(key_), detail::tickets_key(key_)}).integer, 0);
   EXPECT_TRUE(eventually([&] { return watching(*server_, key_) == 0; }));
+}
+
+// The release builds its channel's name from the key as same_slot_key() does, for each shape of
+// key: a plain one, a hash-tagged one (fenced), braces that make no tag, braces that make one.
+TEST_F(WaitTest, EveryShapeOfKeyHandsTheLockOverWithinARoundTripOrSo) {
+  const Lock<std::string> fenced = locks_.with_fencing();
+  for (const Lock<std::string>* lock : {&std::as_const(locks_), &fenced}) {
+    for (const std::string& name : {name_, name_ + "{x", name_ + "{x}y"}) {
+      SCOPED_TRACE(lock->key(name));
+      auto holder = redis_.process(lock->try_lock(name));
+      ASSERT_TRUE(holder);
+      std::optional<LockToken<Lock<std::string>>> got;
+      Clock::time_point got_at;
+      std::thread waiter([&] {
+        got = lock_for(redis_, *lock, name, 10s, kSlowRecheck);
+        got_at = Clock::now();
+      });
+      const std::string key = lock->key(name);
+      ASSERT_TRUE(
+          eventually([&] { return queued(*server_, key) == 1 && watching(*server_, key) == 1; }));
+      const Clock::time_point released_at = Clock::now();
+      ASSERT_TRUE(redis_.process(holder->release()));
+      waiter.join();
+      ASSERT_TRUE(got);
+      EXPECT_LT(got_at - released_at, 300ms);  // told, not the recheck (1.9 s)
+      EXPECT_TRUE(redis_.process(got->release()));
+    }
+  }
 }
 
 TEST_F(WaitTest, AFreeLockIsTakenAtOnceWithoutAQueueOrASubscription) {
