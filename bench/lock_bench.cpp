@@ -1,12 +1,17 @@
 // leasehold-bench: lock cycles per second through the library, comparable with pairbench.
 //
 //   leasehold-bench --redis redis://127.0.0.1:PORT --workers W --keys K --cycles N
-//                   [--ttl-ms 10000] [--mode lock|read|write] [--connections 1] [--warmup 1000]
+//                   [--ttl-ms 10000] [--mode lock|read|write|semaphore] [--permits 8]
+//                   [--release leasehold|plain] [--connections 1] [--warmup 1000]
 //
 // W workers (coroutines on one thread running one io_context) each loop: pick one of K names at
 // random, try to take it, and on success release it. mode lock: Lock<std::uint64_t>::try_lock
 // (SET NX PX GET) then release (EVALSHA); mode read / write: RwLock<std::uint64_t>::try_read /
-// try_write (EVALSHA) then release (EVALSHA). --connections C: a pool of C Clients on the same
+// try_write (EVALSHA) then release (EVALSHA); mode semaphore: Semaphore<std::uint64_t> of
+// --permits permits per name, try_acquire (EVALSHA) then release (EVALSHA). --release plain (mode
+// lock only) releases with a plain compare-and-delete script instead of the token's release,
+// which also tells the name's waiters: the reference for what that costs when nobody waits.
+// --connections C: a pool of C Clients on the same
 // io_context, workers assigned round-robin (default: one Client shared by every worker).
 //
 // A cycle is a successful acquire and its release; the run stops after exactly N cycles (a busy
@@ -50,6 +55,8 @@ struct Options {
   std::uint64_t cycles = 100000;
   std::uint64_t ttl_ms = 10000;
   std::string mode = "lock";
+  std::uint32_t permits = 8;
+  std::string release = "leasehold";
   std::size_t connections = 1;
   std::uint64_t warmup = 1000;
 };
@@ -59,7 +66,8 @@ struct Options {
       stderr,
       "leasehold-bench: %s\n"
       "usage: leasehold-bench --redis URL --workers W --keys K --cycles N [--ttl-ms 10000] "
-      "[--mode lock|read|write] [--connections 1] [--warmup 1000]\n",
+      "[--mode lock|read|write|semaphore] [--permits 8] [--release leasehold|plain] "
+      "[--connections 1] [--warmup 1000]\n",
       why);
   std::exit(64);
 }
@@ -89,6 +97,10 @@ Options parse_options(int argc, char** argv) {
       options.ttl_ms = parse_number(name, value);
     else if (name == "--mode")
       options.mode = value;
+    else if (name == "--permits")
+      options.permits = static_cast<std::uint32_t>(parse_number(name, value));
+    else if (name == "--release")
+      options.release = value;
     else if (name == "--connections")
       options.connections = parse_number(name, value);
     else if (name == "--warmup")
@@ -96,8 +108,15 @@ Options parse_options(int argc, char** argv) {
     else
       usage(("unknown option " + std::string(name)).c_str());
   }
-  if (options.mode != "lock" && options.mode != "read" && options.mode != "write")
-    usage("--mode is lock, read or write");
+  if (options.mode != "lock" && options.mode != "read" && options.mode != "write" &&
+      options.mode != "semaphore")
+    usage("--mode is lock, read, write or semaphore");
+  if (options.release != "leasehold" && options.release != "plain")
+    usage("--release is leasehold or plain");
+  if (options.release == "plain" && options.mode != "lock")
+    usage("--release plain goes with --mode lock");
+  if (options.permits == 0)
+    usage("--permits must be positive");
   if (options.workers == 0 || options.keys == 0 || options.cycles == 0 ||
       options.connections == 0 || options.ttl_ms == 0)
     usage("--workers, --keys, --cycles, --connections and --ttl-ms must be positive");
@@ -138,10 +157,39 @@ struct Rng {
   }
 };
 
-// One worker: acquire(name) makes the acquire query (TryLock, TryRead or TryWrite).
-template <class Acquire>
-asio::awaitable<void> worker(leasehold::Client& client, Acquire acquire, std::uint64_t keys,
-                             Rng rng, Phase& phase, Failure& failure) {
+// The token's own release.
+struct TokenRelease {
+  template <class Token>
+  asio::awaitable<bool> operator()(leasehold::Client& client, const Token& token,
+                                   std::uint64_t /*name*/) const {
+    co_return co_await client.async_process(token.release(), asio::use_awaitable);
+  }
+};
+
+// A compare-and-delete of the lock key and nothing else (no look at waiters), loaded once.
+constexpr std::string_view kPlainReleaseScript =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+
+struct PlainRelease {
+  leasehold::Lock<std::uint64_t> lock;
+  std::string sha;
+
+  template <class Token>
+  asio::awaitable<bool> operator()(leasehold::Client& client, const Token& token,
+                                   std::uint64_t name) const {
+    // Built before the co_await: g++ 12 cannot keep an initializer list across one.
+    const leasehold::Command release(
+        std::vector<std::string>{"EVALSHA", sha, "1", lock.key(name), token.id().hex()});
+    const leasehold::Reply reply = co_await client.async_process(release, asio::use_awaitable);
+    co_return reply.integer == 1;
+  }
+};
+
+// One worker: acquire(name) makes the acquire query (TryLock, TryRead, TryWrite or TryAcquire);
+// release(client, token, name) gives it back.
+template <class Acquire, class Release>
+asio::awaitable<void> worker(leasehold::Client& client, Acquire acquire, Release release,
+                             std::uint64_t keys, Rng rng, Phase& phase, Failure& failure) {
   try {
     while (!failure.failed && phase.reserved < phase.target) {
       ++phase.reserved;
@@ -153,7 +201,7 @@ asio::awaitable<void> worker(leasehold::Client& client, Acquire acquire, std::ui
         ++phase.failed;
         continue;
       }
-      const bool released = co_await client.async_process(token->release(), asio::use_awaitable);
+      const bool released = co_await release(client, *token, name);
       const auto end = BenchClock::now();
       ++phase.cycles;
       if (!released)
@@ -176,11 +224,12 @@ struct Measurement {
 using WorkerFactory =
     std::function<asio::awaitable<void>(leasehold::Client&, Rng, Phase&, Failure&)>;
 
-template <class Acquire>
-WorkerFactory worker_factory(Acquire acquire, std::uint64_t keys) {
-  return [acquire, keys](leasehold::Client& client, Rng rng, Phase& phase, Failure& failure) {
-    return worker(client, acquire, keys, rng, phase, failure);
-  };
+template <class Acquire, class Release = TokenRelease>
+WorkerFactory worker_factory(Acquire acquire, std::uint64_t keys, Release release = {}) {
+  return
+      [acquire, release, keys](leasehold::Client& client, Rng rng, Phase& phase, Failure& failure) {
+        return worker(client, acquire, release, keys, rng, phase, failure);
+      };
 }
 
 asio::awaitable<void> drive(std::vector<leasehold::Client>& clients, const Options& options,
@@ -265,11 +314,27 @@ int main(int argc, char** argv) {
   Failure failure;
   Measurement measurement;
   try {
-    if (options.mode == "lock") {
+    if (options.mode == "lock" && options.release == "plain") {
+      const leasehold::Lock<std::uint64_t> lock("bench", ttl);
+      leasehold::Client loader(options.redis);
+      const std::string sha =
+          loader.process(leasehold::Command{"SCRIPT", "LOAD", kPlainReleaseScript}).str;
+      measurement = run(options,
+                        worker_factory([lock](std::uint64_t name) { return lock.try_lock(name); },
+                                       options.keys, PlainRelease{lock, sha}),
+                        failure);
+    } else if (options.mode == "lock") {
       const leasehold::Lock<std::uint64_t> lock("bench", ttl);
       measurement = run(
           options,
           worker_factory([lock](std::uint64_t name) { return lock.try_lock(name); }, options.keys),
+          failure);
+    } else if (options.mode == "semaphore") {
+      const leasehold::Semaphore<std::uint64_t> semaphore("bench", options.permits, ttl);
+      measurement = run(
+          options,
+          worker_factory([semaphore](std::uint64_t name) { return semaphore.try_acquire(name); },
+                         options.keys),
           failure);
     } else {
       const leasehold::RwLock<std::uint64_t> rwlock("bench", ttl);
