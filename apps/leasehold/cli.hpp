@@ -16,6 +16,7 @@ namespace leasehold::cli {
 
 // Exit codes (sysexits.h where they exist).
 inline constexpr int kExitUsage = 64;        // EX_USAGE: a bad flag, duration or name
+inline constexpr int kExitDataErr = 65;      // EX_DATAERR: a key of the name holds another type
 inline constexpr int kExitUnavailable = 69;  // EX_UNAVAILABLE: Redis unreachable or refusing
 inline constexpr int kExitLeaseLost = 75;    // EX_TEMPFAIL: the lease was lost while running
 inline constexpr int kExitCannotExecute = 126;
@@ -54,6 +55,27 @@ Client connect_or_exit(const Globals& globals);
 // If `e` is a Redis failure (unreachable, refusing, out of memory, no permission), prints the
 // one-line reason and exits 69.
 [[noreturn]] void exit_unavailable(const std::exception& e);
+
+// A key leasehold keeps for a name, and the type of value it keeps there ("string", "zset").
+struct NameKey {
+  std::string key;
+  std::string_view type;
+};
+// Every key of NAME under the prefix: the run's lease (writer, readers, intent, fencing counter),
+// its permits (holders, count, fencing counter) and the cron interval lease.
+std::vector<NameKey> name_keys(const Globals& globals, const std::string& name);
+// The keys of `keys` that hold a value of another type, with the type they hold.
+struct ForeignKey {
+  NameKey expected;
+  std::string type;
+  // "KEY holds a hash (leasehold keeps a string there)"
+  std::string describe() const;
+};
+std::vector<ForeignKey> keys_of_another_type(Client& redis, const std::vector<NameKey>& keys);
+// exit_unavailable(e), unless `e` is a key of the wrong type: then it names the key, what it
+// holds and how to fix it, and exits 65.
+[[noreturn]] void exit_failure(const Globals& globals, Client& redis, const std::string& name,
+                               const std::exception& e);
 
 // The signals leasehold forwards to its child, blocked in every thread (call before creating any
 // thread) and waited for with sigtimedwait.

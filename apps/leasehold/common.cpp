@@ -34,6 +34,63 @@ void exit_unavailable(const std::exception& e) {
   std::exit(kExitUnavailable);
 }
 
+std::vector<NameKey> name_keys(const Globals& globals, const std::string& name) {
+  const auto lock = run_lock(globals, std::chrono::milliseconds(1000));
+  const auto permits = run_semaphore(globals, std::chrono::milliseconds(1000), 1);
+  return {{lock.writer_key(name), "string"},
+          {lock.readers_key(name), "zset"},
+          {lock.intent_key(name), "string"},
+          {lock.fence_key(name), "string"},
+          {permits.holders_key(name), "zset"},
+          {permits.count_key(name), "string"},
+          {permits.fence_key(name), "string"},
+          {cron_lock(globals, std::chrono::milliseconds(1000)).key(name), "string"}};
+}
+
+std::string ForeignKey::describe() const {
+  return expected.key + " holds a " + type + " (leasehold keeps a " + std::string(expected.type) +
+         " there)";
+}
+
+std::vector<ForeignKey> keys_of_another_type(Client& redis, const std::vector<NameKey>& keys) {
+  std::vector<ForeignKey> found;
+  for (const NameKey& expected : keys) {
+    Reply type;
+    try {
+      type = redis.process(Command{"TYPE", expected.key});
+    } catch (const Error& e) {
+      if (e.code() == errc::no_permission)
+        return found;  // a user without TYPE: nothing to tell, the commands say the rest
+      throw;
+    }
+    if (type.str != "none" && type.str != expected.type)
+      found.push_back({expected, type.str});
+  }
+  return found;
+}
+
+void exit_failure(const Globals& globals, Client& redis, const std::string& name,
+                  const std::exception& e) {
+  const auto* error = dynamic_cast<const Error*>(&e);
+  if (error == nullptr || error->code() != errc::wrong_type)
+    exit_unavailable(e);
+  std::vector<ForeignKey> found;
+  try {
+    found = keys_of_another_type(redis, name_keys(globals, name));
+  } catch (const Error&) {
+    // Redis went away meanwhile: the message says what the server said.
+  }
+  std::string what;
+  for (const ForeignKey& key : found)
+    what += (what.empty() ? "" : "; ") + key.describe();
+  if (what.empty())
+    what = std::string("a key of '") + name + "' holds another type of value: " + e.what();
+  warn(what +
+       ". Something else uses the name's keys: remove them with `leasehold release --force " +
+       name + "` (it deletes them, whatever they hold), or give leasehold another --prefix.");
+  std::exit(kExitDataErr);
+}
+
 Client connect_or_exit(const Globals& globals) {
   try {
     ClientOptions options;

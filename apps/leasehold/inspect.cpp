@@ -115,7 +115,12 @@ int status(const Globals& globals, const std::vector<std::string>& names, bool j
     if (json)
       out << "[";
     for (std::size_t n = 0; n < names.size(); ++n) {
-      const NameStatus status = read_status(globals, redis, names[n]);
+      NameStatus status;
+      try {
+        status = read_status(globals, redis, names[n]);
+      } catch (const Error& e) {
+        exit_failure(globals, redis, names[n], e);
+      }
       const bool held =
           status.writer || !status.readers.empty() || status.cron || !status.permits.empty();
       if (json) {
@@ -269,6 +274,15 @@ int release_force(const Globals& globals, const std::string& name) {
     throw UsageError{"release: NAME must not be empty"};
   Client redis = connect_or_exit(globals);
   try {
+    // Keys that hold another type of value (something else wrote there): asked to force, this
+    // removes them first, one DEL each (a cluster keeps a name's keys in two slots).
+    const std::vector<ForeignKey> foreign_keys =
+        keys_of_another_type(redis, name_keys(globals, name));
+    for (const ForeignKey& foreign : foreign_keys) {
+      redis.process(Command{"DEL", foreign.expected.key});
+      std::cout << name << ": removed " << foreign.expected.key << ", which held a " << foreign.type
+                << "\n";
+    }
     const NameStatus status = read_status(globals, redis, name);
     const auto lock = run_lock(globals, milliseconds(1000));
     // Two calls: the run's keys share a hash slot, the cron key has its own (a cluster runs a
@@ -292,7 +306,8 @@ int release_force(const Globals& globals, const std::string& name) {
     if (!status.permits.empty())
       what.push_back(std::to_string(status.permits.size()) + " permit(s)");
     if (removed == 0) {
-      std::cout << name << ": nothing to release\n";
+      if (foreign_keys.empty())
+        std::cout << name << ": nothing to release\n";
       return 0;
     }
     std::cout << name << ": removed ";

@@ -100,7 +100,7 @@ struct Taken {
 };
 
 // One plain try (never queues), as with -n.
-std::optional<LeaseGuard> try_once(const RunOptions& options, Client& redis,
+std::optional<LeaseGuard> try_once(const Globals& globals, const RunOptions& options, Client& redis,
                                    const RwLock<std::string>& lock,
                                    const std::optional<Semaphore<std::string>>& permits) {
   if (permits) {
@@ -115,7 +115,7 @@ std::optional<LeaseGuard> try_once(const RunOptions& options, Client& redis,
         if (const auto cleanup = acquire.on_unknown_outcome())
           redis.process(Command(std::move(*cleanup)), ignored);
       }
-      exit_unavailable(e);
+      exit_failure(globals, redis, options.name, e);
     }
   }
   // One query value; on an unknown outcome (timeout), its id is released before leasehold
@@ -138,14 +138,14 @@ std::optional<LeaseGuard> try_once(const RunOptions& options, Client& redis,
       if (cleanup)
         redis.process(Command(std::move(*cleanup)), ignored);
     }
-    exit_unavailable(e);
+    exit_failure(globals, redis, options.name, e);
   }
 }
 
 // Waits in turn (told of each release) until the lease is ours, --wait runs out, or a forwarded
 // signal arrives (nothing runs yet, nothing is held): the signal's number, or 0.
-std::optional<LeaseGuard> wait_in_turn(const RunOptions& options, Client& redis,
-                                       const RwLock<std::string>& lock,
+std::optional<LeaseGuard> wait_in_turn(const Globals& globals, const RunOptions& options,
+                                       Client& redis, const RwLock<std::string>& lock,
                                        const std::optional<Semaphore<std::string>>& permits,
                                        int& signalled) {
   const Clock::time_point deadline =
@@ -187,7 +187,7 @@ std::optional<LeaseGuard> wait_in_turn(const RunOptions& options, Client& redis,
     return lease;
   } catch (const Error& e) {
     end_signals();
-    exit_unavailable(e);
+    exit_failure(globals, redis, options.name, e);
   }
 }
 
@@ -196,7 +196,7 @@ std::optional<LeaseGuard> wait_in_turn(const RunOptions& options, Client& redis,
 Taken take_lease(const Globals& globals, const RunOptions& options, Client& redis,
                  const RwLock<std::string>& lock,
                  const std::optional<Semaphore<std::string>>& permits) {
-  if (auto lease = try_once(options, redis, lock, permits))
+  if (auto lease = try_once(globals, options, redis, lock, permits))
     return Taken{std::move(lease)};
   const auto holder = [&] {
     return permits ? describe_permits(redis, *permits, options.name)
@@ -210,7 +210,7 @@ Taken take_lease(const Globals& globals, const RunOptions& options, Client& redi
     return give_up();
   chat(globals, "waiting for '" + options.name + "': " + holder());
   int signalled = 0;
-  if (auto lease = wait_in_turn(options, redis, lock, permits, signalled))
+  if (auto lease = wait_in_turn(globals, options, redis, lock, permits, signalled))
     return Taken{std::move(lease)};
   if (signalled != 0)
     return Taken{.lease = std::nullopt, .exit_code = 128 + signalled};

@@ -516,6 +516,34 @@ TEST_F(CliTest, StatusListAndForcedReleaseShowAndRemoveLeases) {
   EXPECT_EQ(holder.wait(), 75) << "its lease was removed behind its back";
 }
 
+// A name's key holding another type of value (something else wrote there) is named, with what it
+// holds and the way out, and exits 65; `release --force` removes it, and the name works again.
+TEST_F(CliTest, AKeyOfAnotherTypeIsNamedExits65AndReleaseForceRemovesIt) {
+  server_->command({"HSET", writer_key(), "field", "value"});
+  const std::string named = writer_key() + " holds a hash (leasehold keeps a string there)";
+  auto status = cli({"status", name_});
+  EXPECT_EQ(status.wait(), 65) << status.err();
+  EXPECT_NE(status.err().find(named), std::string::npos) << status.err();
+  EXPECT_NE(status.err().find("leasehold release --force " + name_), std::string::npos)
+      << status.err();
+  auto once = cli({"run", "-n", name_, "--", "true"});
+  EXPECT_EQ(once.wait(), 65) << once.err();
+  EXPECT_NE(once.err().find(named), std::string::npos) << once.err();
+  auto waiting = cli({"run", name_, "--", "true"});
+  EXPECT_EQ(waiting.wait(), 65) << waiting.err();
+  EXPECT_NE(waiting.err().find(named), std::string::npos) << waiting.err();
+  EXPECT_EQ(server_->command({"TYPE", writer_key()}).str, "hash") << "nothing was overwritten";
+
+  auto release = cli({"release", "--force", name_});
+  EXPECT_EQ(release.wait(), 0) << release.err();
+  EXPECT_NE(release.out().find(name_ + ": removed " + writer_key() + ", which held a hash"),
+            std::string::npos)
+      << release.out();
+  EXPECT_FALSE(exists(writer_key()));
+  auto again = cli({"run", "-n", name_, "--", "true"});
+  EXPECT_EQ(again.wait(), 0) << again.err();
+}
+
 // Permits in status, list and release --force; a queue of waiters is not listed as a lease.
 TEST_F(CliTest, StatusAndListShowPermitsAndNotTheQueues) {
   auto permit = cli({"--prefix", "ops", "run", "--limit", "2", name_, "--", "sleep", "10"});
