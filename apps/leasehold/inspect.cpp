@@ -2,6 +2,7 @@
 #include <fnmatch.h>
 
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli.hpp"
@@ -10,33 +11,6 @@ namespace leasehold::cli {
 namespace {
 
 using std::chrono::milliseconds;
-
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (c < 0x20 || c >= 0x7f) {
-          static constexpr char kHex[] = "0123456789abcdef";
-          out += "\\u00";
-          out += kHex[c >> 4];
-          out += kHex[c & 0xf];
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::string short_token(const std::string& token) {
   return token.substr(0, 8) + "\xe2\x80\xa6";
@@ -99,9 +73,22 @@ NameStatus read_status(const Globals& globals, Client& redis, const std::string&
   return status;
 }
 
-std::string lease_json(const Lease& lease) {
-  return "{\"token\":" + json_string(short_token_ascii(lease.token)) +
-         ",\"ms_left\":" + std::to_string(lease.ms_left) + "}";
+using Json = nlohmann::ordered_json;
+
+Json lease_json(const Lease& lease) {
+  return {{"token", short_token_ascii(lease.token)}, {"ms_left", lease.ms_left}};
+}
+
+Json leases_json(const std::vector<Lease>& leases) {
+  Json array = Json::array();
+  for (const Lease& lease : leases)
+    array.push_back(lease_json(lease));
+  return array;
+}
+
+// One line of JSON; bytes of a name that are not UTF-8 become U+FFFD.
+std::string json_text(const Json& json) {
+  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 }  // namespace
@@ -112,8 +99,7 @@ int status(const Globals& globals, const std::vector<std::string>& names, bool j
   Client redis = connect_or_exit(globals);
   try {
     std::ostringstream out;
-    if (json)
-      out << "[";
+    Json statuses = Json::array();
     for (std::size_t n = 0; n < names.size(); ++n) {
       NameStatus status;
       try {
@@ -124,19 +110,16 @@ int status(const Globals& globals, const std::vector<std::string>& names, bool j
       const bool held =
           status.writer || !status.readers.empty() || status.cron || !status.permits.empty();
       if (json) {
-        out << (n ? "," : "") << "{\"name\":" << json_string(status.name) << ",\"state\":\""
-            << (status.writer             ? "exclusive"
-                : !status.readers.empty() ? "shared"
-                                          : "free")
-            << "\",\"writer\":" << (status.writer ? lease_json(*status.writer) : "null")
-            << ",\"readers\":[";
-        for (std::size_t i = 0; i < status.readers.size(); ++i)
-          out << (i ? "," : "") << lease_json(status.readers[i]);
-        out << "],\"cron\":" << (status.cron ? lease_json(*status.cron) : "null")
-            << ",\"permits\":{\"count\":" << status.permit_count << ",\"holders\":[";
-        for (std::size_t i = 0; i < status.permits.size(); ++i)
-          out << (i ? "," : "") << lease_json(status.permits[i]);
-        out << "]}}";
+        statuses.push_back(
+            {{"name", status.name},
+             {"state", status.writer             ? "exclusive"
+                       : !status.readers.empty() ? "shared"
+                                                 : "free"},
+             {"writer", status.writer ? lease_json(*status.writer) : Json()},
+             {"readers", leases_json(status.readers)},
+             {"cron", status.cron ? lease_json(*status.cron) : Json()},
+             {"permits",
+              {{"count", status.permit_count}, {"holders", leases_json(status.permits)}}}});
         continue;
       }
       out << status.name << ": ";
@@ -167,7 +150,7 @@ int status(const Globals& globals, const std::vector<std::string>& names, bool j
       out << "\n";
     }
     if (json)
-      out << "]\n";
+      out << json_text(statuses) << "\n";
     std::cout << out.str();
     return 0;
   } catch (const Error& e) {

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <array>
 #include <chrono>
@@ -514,6 +515,23 @@ TEST_F(CliTest, StatusListAndForcedReleaseShowAndRemoveLeases) {
   EXPECT_EQ(release.wait(), 0);
   EXPECT_NE(release.out().find("removed the exclusive lease"), std::string::npos) << release.out();
   EXPECT_EQ(holder.wait(), 75) << "its lease was removed behind its back";
+}
+
+// status --json is JSON whatever the name holds: quotes and backslashes escaped, bytes that are
+// not UTF-8 replaced (U+FFFD), every field there for a free name.
+TEST_F(CliTest, StatusJsonParsesForAnyName) {
+  const std::string quoted = name_ + "\"q\\";
+  const std::string not_utf8 = name_ + "\xff";
+  auto status = cli({"status", "--json", quoted, not_utf8});
+  ASSERT_EQ(status.wait(), 0) << status.err();
+  const nlohmann::json parsed = nlohmann::json::parse(status.out());
+  ASSERT_EQ(parsed.size(), 2u) << status.out();
+  EXPECT_EQ(parsed[0]["name"], quoted);
+  EXPECT_EQ(parsed[0]["state"], "free");
+  EXPECT_TRUE(parsed[0]["writer"].is_null());
+  EXPECT_TRUE(parsed[0]["readers"].empty());
+  EXPECT_EQ(parsed[0]["permits"]["count"], 0);
+  EXPECT_EQ(parsed[1]["name"], name_ + "\xef\xbf\xbd");
 }
 
 // A name's key holding another type of value (something else wrote there) is named, with what it
