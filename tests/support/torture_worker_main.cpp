@@ -160,6 +160,42 @@ long long read_counter(leasehold::Client& redis, const std::string& key) {
   return value.is_nil() ? 0 : std::stoll(value.str);
 }
 
+// Records an extension (extend_ok) each time a held token's deadline has moved on since it last
+// looked. Compared on the lease's own clock: the mapping onto the history's differs by
+// nanoseconds from one reading to the next, which must not pass for an extension.
+template <class Token>
+class ExtensionWatch {
+ public:
+  ExtensionWatch(const Recorder& recorder, const Token& token, const std::string& name,
+                 std::uint64_t lease, char mode)
+      : recorder_(recorder),
+        token_(token),
+        name_(name),
+        lease_(lease),
+        mode_(mode),
+        seen_(token.deadline()) {}
+
+  void operator()() {
+    const leasehold::Clock::time_point deadline = token_.deadline();
+    if (deadline <= seen_)
+      return;
+    seen_ = deadline;
+    recorder_.record({.kind = EventKind::extend_ok,
+                      .name = name_,
+                      .lease = lease_,
+                      .mode = mode_,
+                      .deadline = to_monotonic_ns(deadline)});
+  }
+
+ private:
+  const Recorder& recorder_;
+  const Token& token_;
+  const std::string& name_;
+  std::uint64_t lease_;
+  char mode_;
+  leasehold::Clock::time_point seen_;
+};
+
 // The non-atomic half of read-sleep-write: writes read + 1 and records it, confirmed or unknown.
 void write_counter(leasehold::Client& redis, const Recorder& recorder, const std::string& name,
                    std::uint64_t lease, const std::string& key, long long read) {
@@ -329,19 +365,7 @@ struct LeaseWorker {
   void section(const Token& token, const std::string& name, std::uint64_t lease,
                std::chrono::milliseconds length) {
     std::atomic<std::int64_t> lost_at{0};
-    // Compared on the lease's own clock: the mapping onto the history's differs by nanoseconds
-    // from one reading to the next, which must not pass for an extension.
-    leasehold::Clock::time_point seen_deadline = token.deadline();
-    const auto observe = [&] {
-      const leasehold::Clock::time_point deadline = token.deadline();
-      if (deadline > seen_deadline) {
-        seen_deadline = deadline;
-        recorder.record({.kind = EventKind::extend_ok,
-                         .name = name,
-                         .lease = lease,
-                         .deadline = to_monotonic_ns(deadline)});
-      }
-    };
+    ExtensionWatch observe(recorder, token, name, lease, 'w');
     const bool write_after_loss = options.flag("write-after-loss");
     const auto held = leasehold::while_held(redis, token, [&](std::stop_token stop) {
       std::stop_callback on_loss(stop, [&] { lost_at = monotonic_ns(); });
@@ -519,18 +543,7 @@ struct RwLockWorker {
   void section(const Token& token, const std::string& name, std::uint64_t lease, char mode) {
     const std::string counter = prefix + ":counter:" + name;
     std::atomic<std::int64_t> lost_at{0};
-    leasehold::Clock::time_point seen_deadline = token.deadline();  // see the Lock worker's
-    const auto observe = [&] {
-      const leasehold::Clock::time_point deadline = token.deadline();
-      if (deadline > seen_deadline) {
-        seen_deadline = deadline;
-        recorder.record({.kind = EventKind::extend_ok,
-                         .name = name,
-                         .lease = lease,
-                         .mode = mode,
-                         .deadline = to_monotonic_ns(deadline)});
-      }
-    };
+    ExtensionWatch observe(recorder, token, name, lease, mode);
     std::int64_t ended = 0;
     std::string error;
     const auto held = leasehold::while_held(redis, token, [&](std::stop_token stop) {
@@ -683,18 +696,7 @@ struct SemaphoreWorker {
   void section(const Token& token, const std::string& name, std::uint64_t lease,
                std::chrono::milliseconds length) {
     std::atomic<std::int64_t> lost_at{0};
-    leasehold::Clock::time_point seen_deadline = token.deadline();  // see the Lock worker's
-    const auto observe = [&] {
-      const leasehold::Clock::time_point deadline = token.deadline();
-      if (deadline > seen_deadline) {
-        seen_deadline = deadline;
-        recorder.record({.kind = EventKind::extend_ok,
-                         .name = name,
-                         .lease = lease,
-                         .mode = 'p',
-                         .deadline = to_monotonic_ns(deadline)});
-      }
-    };
+    ExtensionWatch observe(recorder, token, name, lease, 'p');
     const std::string inside = prefix + ":inside:" + name;
     std::int64_t ended = 0;
     std::string error;

@@ -124,16 +124,7 @@ TEST(TortureSemaphore, HoldersKilledAtRandomPointsGiveTheirPermitsBackAfterTheir
   std::vector<Worker> workers;
   for (int w = 0; w < 4; ++w)
     workers.push_back(spawn());
-  std::mt19937 random(std::random_device{}());
-  std::uniform_int_distribution<int> pause_ms(20, 400);
-  std::uniform_int_distribution<std::size_t> pick(0, workers.size() - 1);
-  for (int k = 0; k < kills; ++k) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(random)));  // a random point
-    Worker& victim = workers[pick(random)];
-    faults.record({.kind = EventKind::fault, .target = victim.pid(), .detail = "sigkill"});
-    victim.kill();
-    victim = spawn();
-  }
+  kill_at_random_points(workers, kills, faults, spawn);
   // The last kill hits while every permit is held with time left, so that each must wait out its
   // holder's TTL before it comes back.
   const std::string live_permits =

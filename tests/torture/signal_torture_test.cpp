@@ -305,16 +305,7 @@ TEST(TortureSignals, HoldersKilledAtRandomPointsNeverLeaveALockBehind) {
   std::vector<Worker> workers;
   for (int w = 0; w < 4; ++w)
     workers.push_back(spawn(false));
-  std::mt19937 random(std::random_device{}());
-  std::uniform_int_distribution<int> pause_ms(20, 400);
-  std::uniform_int_distribution<std::size_t> pick(0, workers.size() - 1);
-  for (int k = 0; k < kills; ++k) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(random)));  // a random point
-    Worker& victim = workers[pick(random)];
-    faults.record({.kind = EventKind::fault, .target = victim.pid(), .detail = "sigkill"});
-    victim.kill();
-    victim = spawn(false);
-  }
+  kill_at_random_points(workers, kills, faults, [&] { return spawn(false); });
   // Every takeover has happened (or the bound has long passed).
   const auto bound = kTtl + kRetry + kMargin;
   std::vector<Takeover> found;

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <random>
 #include <stdexcept>
 #include <thread>
 
@@ -132,6 +133,20 @@ std::vector<std::string> worker_args(
       args.push_back(value);
   }
   return args;
+}
+
+void kill_at_random_points(std::vector<Worker>& workers, int kills, const Recorder& faults,
+                           const std::function<Worker()>& spawn) {
+  std::mt19937 random(std::random_device{}());
+  std::uniform_int_distribution<int> pause_ms(20, 400);
+  std::uniform_int_distribution<std::size_t> pick(0, workers.size() - 1);
+  for (int k = 0; k < kills; ++k) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(random)));  // a random point
+    Worker& victim = workers[pick(random)];
+    faults.record({.kind = EventKind::fault, .target = victim.pid(), .detail = "sigkill"});
+    victim.kill();
+    victim = spawn();
+  }
 }
 
 bool wait_for_history(const std::string& file,

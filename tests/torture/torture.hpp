@@ -76,6 +76,11 @@ std::vector<std::string> worker_args(
 // "n0,n1,...": the --names of a scenario on `count` names.
 std::string name_list(int count);
 
+// `kills` times: after a random pause of 20–400 ms, SIGKILLs one of `workers` at random (recorded
+// in `faults` as a fault "sigkill" with the victim's pid) and puts spawn() in its place.
+void kill_at_random_points(std::vector<Worker>& workers, int kills, const Recorder& faults,
+                           const std::function<Worker()>& spawn);
+
 // Polls the events of one history file until predicate(events) holds; false after `timeout`.
 bool wait_for_history(const std::string& file,
                       const std::function<bool(const std::vector<Event>&)>& predicate,
