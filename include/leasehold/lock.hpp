@@ -142,6 +142,10 @@ Request lock_release_request(std::string_view key, std::string_view id_hex);
 // the id of the one at the head, if any, on the channel (sharded pub/sub; a server without it
 // publishes nothing). Part of the scripts that free a lock.
 std::string_view notify_head_lua();
+// Lua: take_place(queue, tickets, member, now, ticket) drops the waiters whose ticket ran out
+// (at `now`, server ms), queues `member` at the back if it is not queued yet, and gives it a
+// ticket until now + ticket. Part of every script that waits in turn.
+std::string_view take_place_lua();
 const Script& lock_try_fenced_script();
 
 // A kind of lease: the scripts that release and extend it. Both are called with the lease's keys

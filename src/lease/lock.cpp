@@ -14,6 +14,21 @@ std::string_view notify_head_lua() {
          "end\n";
 }
 
+std::string_view take_place_lua() {
+  return "local function take_place(queue, tickets, member, now, ticket)\n"
+         "  local dead = redis.call('ZRANGEBYSCORE', tickets, '-inf', now)\n"
+         "  for _, id in ipairs(dead) do redis.call('ZREM', queue, id) end\n"
+         "  if #dead > 0 then redis.call('ZREMRANGEBYSCORE', tickets, '-inf', now) end\n"
+         "  if not redis.call('ZSCORE', queue, member) then\n"
+         "    local last = redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES')\n"
+         "    local arrival = 1\n"
+         "    if last[2] then arrival = tonumber(last[2]) + 1 end\n"
+         "    redis.call('ZADD', queue, arrival, member)\n"
+         "  end\n"
+         "  redis.call('ZADD', tickets, now + ticket, member)\n"
+         "end\n";
+}
+
 namespace {
 
 // A lock release: GET, compare, DEL; then, if the key's queue exists, SPUBLISH the id at its head

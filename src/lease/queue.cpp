@@ -10,6 +10,7 @@ namespace leasehold::detail {
 // With no queue, a free lock is granted without one.
 const Script& lock_in_turn_script() {
   static const Script script(
+      std::string(take_place_lua()) +
       "local fenced = KEYS[4] ~= nil\n"
       "local function granted()\n"
       "  redis.call('ZREM', KEYS[2], ARGV[1])\n"
@@ -25,17 +26,8 @@ const Script& lock_in_turn_script() {
       "end\n"
       "local time = redis.call('TIME')\n"
       "local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)\n"
-      "local dead = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)\n"
-      "for _, id in ipairs(dead) do redis.call('ZREM', KEYS[2], id) end\n"
-      "if #dead > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now) end\n"
-      "if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then\n"
-      "  local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')\n"
-      "  local arrival = 1\n"
-      "  if last[2] then arrival = tonumber(last[2]) + 1 end\n"
-      "  redis.call('ZADD', KEYS[2], arrival, ARGV[1])\n"
-      "end\n"
       "local ticket = tonumber(ARGV[3])\n"
-      "redis.call('ZADD', KEYS[3], now + ticket, ARGV[1])\n"
+      "take_place(KEYS[2], KEYS[3], ARGV[1], now, ticket)\n"
       "local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]\n"
       "local holder = redis.call('PTTL', KEYS[1])\n"
       "if head == ARGV[1] and holder == -2 then\n"

@@ -93,6 +93,7 @@ Request permit_release_request(const LeaseState& state) {
 // free permits. With no queue, a free permit is granted without one.
 const Script& permit_in_turn_script() {
   static const Script script(with_prelude(
+      std::string(take_place_lua()) +
       "local fenced = KEYS[5] ~= nil\n"
       "local permits = tonumber(ARGV[4])\n"
       "local function granted(fence)\n"
@@ -115,17 +116,8 @@ const Script& permit_in_turn_script() {
       "if redis.call('EXISTS', KEYS[2]) == 0 and redis.call('ZCARD', KEYS[1]) < permits then\n"
       "  return {1, grant()}\n"
       "end\n"
-      "local dead = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)\n"
-      "for _, id in ipairs(dead) do redis.call('ZREM', KEYS[2], id) end\n"
-      "if #dead > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now) end\n"
-      "if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then\n"
-      "  local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')\n"
-      "  local arrival = 1\n"
-      "  if last[2] then arrival = tonumber(last[2]) + 1 end\n"
-      "  redis.call('ZADD', KEYS[2], arrival, ARGV[1])\n"
-      "end\n"
       "local ticket = tonumber(ARGV[3])\n"
-      "redis.call('ZADD', KEYS[3], now + ticket, ARGV[1])\n"
+      "take_place(KEYS[2], KEYS[3], ARGV[1], now, ticket)\n"
       "local rank = redis.call('ZRANK', KEYS[2], ARGV[1])\n"
       "local free = permits - redis.call('ZCARD', KEYS[1])\n"
       "if rank < free then\n"
