@@ -135,8 +135,22 @@ struct WaitKeys {
   std::string channel;
 };
 
-// The release of the lease `id_hex` on a lock key: it tells the waiter at the head of the key's
-// queue, if any wait.
+// A lock key holds its holder's lease id, bare while nobody waits for it. A waiter refused while
+// the lock is held marks the key with the id at the head of the queue ("<id>:<head id>", the
+// key's TTL kept), so that the release tells that waiter and an uncontended release costs no
+// more than a plain compare-and-delete. Every script that compares a holder's id reads it up to
+// the ':'.
+//
+// Lua: holder_of(value) is the lease id in a lock key's value (nil for a missing key);
+// mark_head(key, value, head) rewrites the key (whose value is `value`) to name `head`, or to the
+// bare id when `head` is nil, keeping its TTL, if it does not already.
+std::string_view lock_holder_lua();
+// holder_of() in C++: the lease id in a lock key's value.
+constexpr std::string_view lock_holder(std::string_view value) {
+  return value.substr(0, value.find(':'));
+}
+
+// The release of the lease `id_hex` on a lock key: it tells the waiter the key names, if any.
 Request lock_release_request(std::string_view key, std::string_view id_hex);
 // Lua: notify_head(queue, tickets, channel) drops the waiters whose ticket ran out and publishes
 // the id of the one at the head, if any, on the channel (sharded pub/sub; a server without it
@@ -415,10 +429,12 @@ class TryLock {
       if (fence == 0)
         return result_type{};  // someone else holds it
     } else if (!reply.is_nil()) {
-      // nil: it was free and is taken now; this id: a retry found its own lease.
+      // nil: it was free and is taken now; this id (bare, or marked by a waiter): a retry found
+      // its own lease.
       if (reply.type != Reply::Type::string)
         return Result<result_type>(make_error_code(errc::unexpected_reply), to_string(reply));
-      if (reply.str != std::string_view(self.id_digits_.data(), self.id_digits_.size()))
+      if (detail::lock_holder(reply.str) !=
+          std::string_view(self.id_digits_.data(), self.id_digits_.size()))
         return result_type{};  // someone else holds it
     }
     const Clock::time_point deadline = lease_deadline(timing.sent, self.ttl_);

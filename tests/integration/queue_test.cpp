@@ -126,5 +126,53 @@ TEST_F(QueueTest, AKeyOfTheWrongTypeIsAClearError) {
   EXPECT_EQ(ec, errc::wrong_type);
 }
 
+TEST_F(QueueTest, AWaiterMarksTheHeldKeyWithTheHeadAndTheHolderStillOwnsIt) {
+  const std::string key = locks_.key(name_);
+  const auto take = locks_.try_lock(name_);
+  auto holder = redis_.process(take);
+  ASSERT_TRUE(holder);
+  const std::string held = holder->id().hex();
+  EXPECT_EQ(server_->command({"GET", key}).str, held) << "nobody waits: the bare id";
+  const WaitTicket first;
+  const WaitTicket second;
+  EXPECT_FALSE(try_in_turn(first).token);
+  EXPECT_EQ(server_->command({"GET", key}).str, held + ":" + first.id.hex());
+  EXPECT_GT(server_->command({"PTTL", key}).integer, 9000) << "marking keeps the lease's TTL";
+  EXPECT_FALSE(try_in_turn(second).token);
+  EXPECT_EQ(server_->command({"GET", key}).str, held + ":" + first.id.hex()) << "still the head";
+
+  EXPECT_TRUE(redis_.process(take)) << "a retry of the acquire finds its own, marked lease";
+  EXPECT_TRUE(redis_.process(holder->extend())) << "the holder extends a marked key";
+  EXPECT_FALSE(redis_.process(locks_.try_lock(name_))) << "a marked key is held";
+  const std::string stranger = LeaseId::generate().hex();
+  for (const std::string& id : {stranger, first.id.hex()})
+    EXPECT_EQ(
+        server_->command({"EVAL", detail::lock_release_untagged_script().body(), "1", key, id})
+            .integer,
+        0)
+        << "only the holder's id releases a marked key, not " << id;
+
+  EXPECT_TRUE(redis_.process(leave_queue(locks_, name_, first)));
+  EXPECT_EQ(server_->command({"GET", key}).str, held + ":" + second.id.hex())
+      << "the head left: the key names the new head";
+  EXPECT_TRUE(redis_.process(leave_queue(locks_, name_, second)));
+  EXPECT_EQ(server_->command({"GET", key}).str, held) << "nobody waits: the bare id again";
+
+  EXPECT_FALSE(try_in_turn(first).token);
+  EXPECT_FALSE(try_in_turn(second).token);
+  ASSERT_TRUE(redis_.process(holder->release()));
+  EXPECT_FALSE(redis_.process(holder->release())) << "released once";
+  const auto turn = try_in_turn(first);
+  ASSERT_TRUE(turn.token);
+  EXPECT_EQ(server_->command({"GET", key}).str, first.id.hex() + ":" + second.id.hex())
+      << "granted to the head while another waits: marked with the next one";
+  EXPECT_TRUE(redis_.process(turn.token->release()));
+  const auto last = try_in_turn(second);
+  ASSERT_TRUE(last.token);
+  EXPECT_EQ(server_->command({"GET", key}).str, second.id.hex()) << "the last waiter: bare";
+  EXPECT_TRUE(redis_.process(last.token->release()));
+  EXPECT_EQ(server_->command({"EXISTS", key}).integer, 0);
+}
+
 }  // namespace
 }  // namespace leasehold
