@@ -72,8 +72,11 @@ struct ForeignKey {
   std::string describe() const;
 };
 std::vector<ForeignKey> keys_of_another_type(Client& redis, const std::vector<NameKey>& keys);
-// exit_unavailable(e), unless `e` is a key of the wrong type: then it names the key, what it
-// holds and how to fix it, and exits 65.
+// What to tell of `e`, a key of the wrong type among NAME's: which key, what it holds, the way out.
+std::string wrong_type_message(const Globals& globals, Client& redis, const std::string& name,
+                               const std::exception& e);
+// exit_unavailable(e), unless `e` is a key of the wrong type: then it says wrong_type_message()
+// and exits 65.
 [[noreturn]] void exit_failure(const Globals& globals, Client& redis, const std::string& name,
                                const std::exception& e);
 

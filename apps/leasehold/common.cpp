@@ -34,6 +34,13 @@ void exit_unavailable(const std::exception& e) {
   std::exit(kExitUnavailable);
 }
 
+// The keys of an aligned cron job (cron::IntervalLease): the cron lock's fenced key and a suffix.
+static std::string aligned_cron_key(const Globals& globals, const std::string& name,
+                                    std::string_view suffix) {
+  return cron_lock(globals, std::chrono::milliseconds(1000)).with_fencing().key(name) +
+         std::string(suffix);
+}
+
 std::vector<NameKey> name_keys(const Globals& globals, const std::string& name) {
   const auto lock = run_lock(globals, std::chrono::milliseconds(1000));
   const auto permits = run_semaphore(globals, std::chrono::milliseconds(1000), 1);
@@ -44,7 +51,9 @@ std::vector<NameKey> name_keys(const Globals& globals, const std::string& name) 
           {permits.holders_key(name), "zset"},
           {permits.count_key(name), "string"},
           {permits.fence_key(name), "string"},
-          {cron_lock(globals, std::chrono::milliseconds(1000)).key(name), "string"}};
+          {cron_lock(globals, std::chrono::milliseconds(1000)).key(name), "string"},
+          {aligned_cron_key(globals, name, ":slot"), "string"},
+          {aligned_cron_key(globals, name, ":high"), "string"}};
 }
 
 std::string ForeignKey::describe() const {
@@ -69,11 +78,8 @@ std::vector<ForeignKey> keys_of_another_type(Client& redis, const std::vector<Na
   return found;
 }
 
-void exit_failure(const Globals& globals, Client& redis, const std::string& name,
-                  const std::exception& e) {
-  const auto* error = dynamic_cast<const Error*>(&e);
-  if (error == nullptr || error->code() != errc::wrong_type)
-    exit_unavailable(e);
+std::string wrong_type_message(const Globals& globals, Client& redis, const std::string& name,
+                               const std::exception& e) {
   std::vector<ForeignKey> found;
   try {
     found = keys_of_another_type(redis, name_keys(globals, name));
@@ -85,9 +91,17 @@ void exit_failure(const Globals& globals, Client& redis, const std::string& name
     what += (what.empty() ? "" : "; ") + key.describe();
   if (what.empty())
     what = std::string("a key of '") + name + "' holds another type of value: " + e.what();
-  warn(what +
-       ". Something else uses the name's keys: remove them with `leasehold release --force " +
-       name + "` (it deletes them, whatever they hold), or give leasehold another --prefix.");
+  return what +
+         ". Something else uses the name's keys: remove them with `leasehold release --force " +
+         name + "` (it deletes them, whatever they hold), or give leasehold another --prefix.";
+}
+
+void exit_failure(const Globals& globals, Client& redis, const std::string& name,
+                  const std::exception& e) {
+  const auto* error = dynamic_cast<const Error*>(&e);
+  if (error == nullptr || error->code() != errc::wrong_type)
+    exit_unavailable(e);
+  warn(wrong_type_message(globals, redis, name, e));
   std::exit(kExitDataErr);
 }
 

@@ -76,6 +76,8 @@ int cron(const Globals& globals, const CronOptions& options) {
   std::vector<pid_t> children;  // runs in progress, for forwarding signals
   std::atomic<long long> ticks_done{0};
   std::atomic<bool> stopping{false};
+  std::atomic<bool> data_error{
+      false};  // a key of the job holds another type: every tick would fail
 
   auto job = [&](const cron::Tick& tick) {
     if (stopping || (options.ticks && static_cast<long long>(tick.run) > *options.ticks))
@@ -85,6 +87,11 @@ int cron(const Globals& globals, const CronOptions& options) {
     try {
       claim = interval_lease->claim();
     } catch (const Error& e) {
+      if (e.code() == errc::wrong_type) {
+        warn(label + ": " + wrong_type_message(globals, redis, options.name, e));
+        data_error = true;
+        return;
+      }
       warn(label + ": could not reach Redis: " + e.what());
       ++ticks_done;
       return;
@@ -148,6 +155,10 @@ int cron(const Globals& globals, const CronOptions& options) {
   for (;;) {
     if (options.ticks && ticks_done >= *options.ticks)
       break;
+    if (data_error) {
+      exit_code = kExitDataErr;
+      break;
+    }
     timespec timeout{0, 20'000'000};
     const int signal = sigtimedwait(&signals, nullptr, &timeout);
     if (signal == SIGINT || signal == SIGTERM) {

@@ -16,16 +16,17 @@ std::string milliseconds_text(Clock::duration d) {
 // aligned claim: KEYS[1] slot lease, KEYS[2] high-water mark; ARGV[1] id, ARGV[2] interval ms,
 // ARGV[3] ttl ms of both keys -> {1, slot} granted (or already granted to this id: a retry),
 // {0, slot} refused. The slot comes from the server's TIME; it is granted only above the highest
-// slot claimed, or when it is that slot and its lease was given back (deleted).
+// slot claimed, or when it is that slot and its lease was given back (deleted). Either key
+// holding another type of value is refused (WRONGTYPE), never overwritten.
 const Script& aligned_claim_script() {
   static const Script script(
       "local clock = redis.call('TIME')\n"
       "local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)\n"
       "local slot = math.floor(now / tonumber(ARGV[2]))\n"
+      "local holder = redis.call('GET', KEYS[1])\n"
       "local high = tonumber(redis.call('GET', KEYS[2]))\n"
       "if high and slot < high then return {0, slot} end\n"
       "if high == slot then\n"
-      "  local holder = redis.call('GET', KEYS[1])\n"
       "  if holder == ARGV[1] then return {1, slot} end\n"
       "  if holder then return {0, slot} end\n"
       "end\n"

@@ -562,6 +562,28 @@ TEST_F(CliTest, AKeyOfAnotherTypeIsNamedExits65AndReleaseForceRemovesIt) {
   EXPECT_EQ(again.wait(), 0) << again.err();
 }
 
+// A cron job whose key holds another type of value fails every tick: it names the key and exits
+// 65 instead of logging "could not reach Redis" forever; the same for an aligned job's slot key.
+TEST_F(CliTest, ACronKeyOfAnotherTypeIsNamedAndExits65) {
+  const std::string cron_key = "leasehold:Lock:cron:" + name_;
+  server_->command({"HSET", cron_key, "field", "value"});
+  auto cron = cli({"cron", "--every", "2s", name_, "--", "true"});
+  EXPECT_EQ(cron.wait(), 65) << cron.err();
+  EXPECT_NE(cron.err().find(cron_key + " holds a hash (leasehold keeps a string there)"),
+            std::string::npos)
+      << cron.err();
+  EXPECT_EQ(cron.err().find("could not reach Redis"), std::string::npos) << cron.err();
+
+  const std::string slot_key = "leasehold:Lock:{cron:" + name_ + "}:slot";
+  server_->command({"RPUSH", slot_key, "item"});
+  auto aligned = cli({"cron", "--aligned", "--every", "2s", name_, "--", "true"});
+  EXPECT_EQ(aligned.wait(), 65) << aligned.err();
+  EXPECT_NE(aligned.err().find(slot_key + " holds a list (leasehold keeps a string there)"),
+            std::string::npos)
+      << aligned.err();
+  EXPECT_EQ(server_->command({"TYPE", slot_key}).str, "list") << "nothing was overwritten";
+}
+
 // Permits in status, list and release --force; a queue of waiters is not listed as a lease.
 TEST_F(CliTest, StatusAndListShowPermitsAndNotTheQueues) {
   auto permit = cli({"--prefix", "ops", "run", "--limit", "2", name_, "--", "sleep", "10"});
