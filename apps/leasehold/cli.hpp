@@ -49,8 +49,29 @@ void say(const Globals& globals, const std::string& message);
 void chat(const Globals& globals, const std::string& message);
 void warn(const std::string& message);
 
-// Connects (failing fast); on failure prints the one-line reason and exits 69.
-Client connect_or_exit(const Globals& globals);
+// Connects (failing fast), telling `observer` if given; on failure prints the one-line reason and
+// exits 69.
+Client connect_or_exit(const Globals& globals, std::shared_ptr<Observer> observer = nullptr);
+
+// --metrics-file PATH: the metrics of this run in the Prometheus text format, written to PATH
+// atomically (a temporary file in its directory, renamed over it) by write() and at the end.
+class MetricsFile {
+ public:
+  explicit MetricsFile(std::optional<std::string> path);
+  ~MetricsFile() { write(); }
+  MetricsFile(const MetricsFile&) = delete;
+  MetricsFile& operator=(const MetricsFile&) = delete;
+
+  // What the client tells; nothing without a path.
+  const std::shared_ptr<Metrics>& metrics() const noexcept { return metrics_; }
+  // Writes the file now; a failure is warned about, once, and the command goes on.
+  void write() const noexcept;
+
+ private:
+  std::optional<std::string> path_;
+  std::shared_ptr<Metrics> metrics_;
+  mutable bool warned_ = false;
+};
 
 // If `e` is a Redis failure (unreachable, refusing, out of memory, no permission), prints the
 // one-line reason and exits 69.
@@ -107,6 +128,7 @@ struct RunOptions {
   int conflict_exit_code = 1;
   std::chrono::milliseconds ttl{30'000};
   std::chrono::milliseconds kill_after{5'000};
+  std::optional<std::string> metrics_file;
 };
 int run(const Globals& globals, const RunOptions& options);
 
@@ -118,6 +140,7 @@ struct CronOptions {
   std::string mode = "at-least";
   bool aligned = false;
   std::optional<long long> ticks;
+  std::optional<std::string> metrics_file;
 };
 // The default lease for an interval: 10% less, and at least 1 s less (when that stays positive).
 std::optional<std::chrono::milliseconds> default_cron_lease(std::chrono::milliseconds every);

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "cli.hpp"
@@ -105,11 +107,12 @@ void exit_failure(const Globals& globals, Client& redis, const std::string& name
   std::exit(kExitDataErr);
 }
 
-Client connect_or_exit(const Globals& globals) {
+Client connect_or_exit(const Globals& globals, std::shared_ptr<Observer> observer) {
   try {
     ClientOptions options;
     options.client_name = "leasehold-cli";
     options.tls = globals.tls;
+    options.observer = std::move(observer);
     Client client(globals.redis_url, options);
     client.connect();
     return client;
@@ -119,6 +122,37 @@ Client connect_or_exit(const Globals& globals) {
       std::exit(kExitUsage);
     }
     exit_unavailable(e);
+  }
+}
+
+MetricsFile::MetricsFile(std::optional<std::string> path) : path_(std::move(path)) {
+  if (path_)
+    metrics_ = std::make_shared<Metrics>();
+}
+
+void MetricsFile::write() const noexcept {
+  if (!path_)
+    return;
+  std::filesystem::path temporary;
+  try {
+    const std::filesystem::path target(*path_);
+    temporary = target;
+    temporary += ".tmp." + std::to_string(::getpid());
+    {
+      std::ofstream out(temporary, std::ios::trunc);
+      out << metrics_->prometheus_text();
+      out.flush();
+      if (!out)
+        throw std::runtime_error("could not write " + temporary.string());
+    }
+    std::filesystem::rename(temporary, target);  // atomic: a reader sees the old or the new
+  } catch (const std::exception& e) {
+    std::error_code ignored;
+    if (!temporary.empty())
+      std::filesystem::remove(temporary, ignored);
+    if (!warned_)
+      warn(std::string("--metrics-file: ") + e.what() + " (the command goes on)");
+    warned_ = true;
   }
 }
 

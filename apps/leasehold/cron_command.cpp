@@ -63,8 +63,15 @@ CronPlan checked_plan(const CronOptions& options) {
 
 int cron(const Globals& globals, const CronOptions& options) {
   const CronPlan plan = checked_plan(options);
-  block_forwarded_signals();  // before any thread starts
-  Client redis = connect_or_exit(globals);
+  block_forwarded_signals();                             // before any thread starts
+  const MetricsFile metrics_file(options.metrics_file);  // after every tick, and at the end
+  Client redis = connect_or_exit(globals, metrics_file.metrics());
+  // The CLI claims each interval itself (cron::IntervalLease), so it tells each tick itself.
+  const auto tell_tick = [&](CronTickEvent::Outcome outcome, Clock::duration duration) {
+    if (metrics_file.metrics())
+      metrics_file.metrics()->on_cron_tick(CronTickEvent{options.name, outcome, duration});
+    metrics_file.write();
+  };
   cron::OncePerIntervalOptions lease_options;
   lease_options.lease = plan.lease;
   lease_options.aligned = options.aligned;
@@ -87,6 +94,7 @@ int cron(const Globals& globals, const CronOptions& options) {
     try {
       claim = interval_lease->claim();
     } catch (const Error& e) {
+      tell_tick(CronTickEvent::Outcome::failed, Clock::duration::zero());
       if (e.code() == errc::wrong_type) {
         warn(label + ": " + wrong_type_message(globals, redis, options.name, e));
         data_error = true;
@@ -98,6 +106,7 @@ int cron(const Globals& globals, const CronOptions& options) {
     }
     if (!claim) {
       say(globals, label + ": skipped (another host holds this interval)");
+      tell_tick(CronTickEvent::Outcome::skipped, Clock::duration::zero());
       ++ticks_done;
       return;
     }
@@ -144,6 +153,7 @@ int cron(const Globals& globals, const CronOptions& options) {
     const auto took = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
     say(globals, label + ": ran, exit " + std::to_string(exit_code_of(status)) + " in " +
                      format_duration(took) + (lost ? " (its lease was lost while it ran)" : ""));
+    tell_tick(CronTickEvent::Outcome::ran, Clock::now() - started);
     ++ticks_done;
   };
 

@@ -119,6 +119,9 @@ int main(int argc, char** argv) {
                "the lease's TTL, extended every third of it while COMMAND runs (default: 30s)");
   add_duration(*run_app, "--kill-after", kill_after,
                "on a lost lease, SIGKILL this long after SIGTERM (default: 5s)");
+  run_app->add_option("--metrics-file", run.metrics_file,
+                      "write Prometheus metrics to PATH (atomically) when the lease is taken and "
+                      "at the end");
 
   // cron
   cli::CronOptions cron;
@@ -140,6 +143,8 @@ int main(int argc, char** argv) {
                      "name each interval by the Redis server's clock (immune to host clock skew)");
   long long ticks = 0;
   cron_app->add_option("--ticks", ticks, "stop after N ticks")->check(CLI::PositiveNumber);
+  cron_app->add_option("--metrics-file", cron.metrics_file,
+                       "write Prometheus metrics to PATH (atomically) after every tick");
 
   // status, list, release
   std::vector<std::string> status_names;

@@ -196,8 +196,16 @@ std::optional<LeaseGuard> wait_in_turn(const Globals& globals, const RunOptions&
 Taken take_lease(const Globals& globals, const RunOptions& options, Client& redis,
                  const RwLock<std::string>& lock,
                  const std::optional<Semaphore<std::string>>& permits) {
-  if (auto lease = try_once(globals, options, redis, lock, permits))
+  // The first try is not a wait: its outcome is told here when it is the only one.
+  const Clock::time_point started = Clock::now();
+  const auto tell = [&](AcquireEvent::Outcome outcome, const std::string& key) {
+    if (Observer* observer = redis.options().observer.get())
+      observer->on_acquire(AcquireEvent{key, outcome, Clock::now() - started});
+  };
+  if (auto lease = try_once(globals, options, redis, lock, permits)) {
+    tell(AcquireEvent::Outcome::acquired, lease->key());
     return Taken{std::move(lease)};
+  }
   const auto holder = [&] {
     return permits ? describe_permits(redis, *permits, options.name)
                    : describe_holder(redis, lock, options.name);
@@ -206,8 +214,11 @@ Taken take_lease(const Globals& globals, const RunOptions& options, Client& redi
     chat(globals, "'" + options.name + "' is " + holder() + "; giving up");
     return Taken{.lease = std::nullopt, .exit_code = options.conflict_exit_code};
   };
-  if (options.nonblock || (options.wait && *options.wait <= milliseconds(0)))
+  if (options.nonblock || (options.wait && *options.wait <= milliseconds(0))) {
+    tell(AcquireEvent::Outcome::busy,
+         permits ? permits->holders_key(options.name) : lock.writer_key(options.name));
     return give_up();
+  }
   chat(globals, "waiting for '" + options.name + "': " + holder());
   int signalled = 0;
   if (auto lease = wait_in_turn(globals, options, redis, lock, permits, signalled))
@@ -290,8 +301,9 @@ int run(const Globals& globals, const RunOptions& options) {
     throw UsageError{"run: no COMMAND given (leasehold run NAME -- COMMAND ...)"};
   if (options.ttl < milliseconds(10))
     throw UsageError{"--ttl: must be at least 10ms"};
-  block_forwarded_signals();  // before the client starts its thread
-  Client redis = connect_or_exit(globals);
+  block_forwarded_signals();                             // before the client starts its thread
+  const MetricsFile metrics_file(options.metrics_file);  // written at every return below
+  Client redis = connect_or_exit(globals, metrics_file.metrics());
   const RwLock<std::string> lock = run_lock(globals, options.ttl);
   std::optional<Semaphore<std::string>> permits;
   if (options.limit)
@@ -306,6 +318,7 @@ int run(const Globals& globals, const RunOptions& options) {
                                             : "exclusive";
   chat(globals,
        "took '" + options.name + "' (" + kind + ", ttl " + format_duration(options.ttl) + ")");
+  metrics_file.write();
 
   // The lease is kept while the command runs; a loss is noticed by the wait loop below.
   const KeepAlive& keep_alive = lease.keep_alive();

@@ -11,6 +11,8 @@
 #include "leasehold/lease_guard.hpp"
 #include "leasehold/lock.hpp"
 #include "leasehold/log.hpp"
+#include "leasehold/metrics.hpp"
+#include "leasehold/observer.hpp"
 #include "leasehold/query.hpp"
 #include "leasehold/queue.hpp"
 #include "leasehold/reply.hpp"

@@ -2,9 +2,12 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 
 namespace leasehold {
+
+class Observer;  // observer.hpp
 
 // TLS for rediss:// and rediss-cluster:// URLs. The server's certificate is always verified:
 // against `ca_file` (PEM) when given, else against the system's trusted certificates; and its
@@ -42,6 +45,8 @@ struct ClientOptions {
   // After its first connection the client reads the server's maxmemory-policy (INFO memory) and
   // logs a warning unless it is noeviction: any other policy may evict lock keys.
   bool warn_on_eviction_policy = true;
+  // Told what happens to the leases this client serves (observer.hpp); none: nothing is told.
+  std::shared_ptr<Observer> observer;
 };
 
 }  // namespace leasehold

@@ -32,6 +32,7 @@
 #include "leasehold/client.hpp"
 #include "leasehold/lease_guard.hpp"
 #include "leasehold/lock.hpp"
+#include "leasehold/observer.hpp"
 #include "leasehold/wait.hpp"
 
 namespace leasehold {
@@ -234,6 +235,12 @@ class Locker {
   // The acquire of the lock `name` (a fenced acquire with fencing).
   TryLock<detail::WithLockTag> try_lock_query(std::string_view name,
                                               std::chrono::milliseconds ttl) const;
+  // One attempt at the lock `name`, told to the client's observer. Throws the Redis error.
+  std::optional<LockToken<detail::WithLockTag>> try_once(std::string_view name,
+                                                         std::chrono::milliseconds ttl);
+  // Tells the client's observer of one attempt's outcome, begun at `started`.
+  void tell_attempt(std::string_view name, AcquireEvent::Outcome outcome,
+                    Clock::time_point started) const noexcept;
   // Waits in turn for the lock `name` until `deadline`: the token, or nothing when the deadline
   // passed, `stop` was requested or the locker shut down. Throws the Redis error.
   std::optional<LockToken<detail::WithLockTag>> wait_in_turn(std::string_view name,

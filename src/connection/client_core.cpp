@@ -13,6 +13,7 @@
 #include "client_operations.hpp"
 #include "handshake.hpp"
 #include "leasehold/detail/asio_compat.hpp"
+#include "leasehold/observer.hpp"
 #include "subscriber.hpp"
 #include "tls.hpp"
 
@@ -162,7 +163,11 @@ ClientCore::Awaitable<void> ClientCore::run() {
       socket_.close(ignored);
       if (closed())
         break;
-      pipeline_.on_lost(read_failure.error ? read_failure : write_failure);
+      const Failure& lost = read_failure.error ? read_failure : write_failure;
+      pipeline_.on_lost(lost);
+      const std::string server = url_.address();
+      detail::tell(options_.observer.get(), &Observer::on_reconnect,
+                   ReconnectEvent{server, lost.error});
       if (connection_observer_)
         connection_observer_(false);
     } else {

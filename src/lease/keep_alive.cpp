@@ -6,6 +6,7 @@
 #include "keep_alive_schedule.hpp"
 #include "leasehold/client.hpp"
 #include "leasehold/detail/timer.hpp"
+#include "leasehold/observer.hpp"
 
 namespace leasehold {
 namespace detail {
@@ -24,6 +25,7 @@ class KeepAliveState : public std::enable_shared_from_this<KeepAliveState> {
  public:
   KeepAliveState(Client& client, std::shared_ptr<LeaseState> lease)
       : client_(client),
+        observer_(client.options().observer.get()),
         lease_(std::move(lease)),
         schedule_(lease_->ttl),
         tick_(client.get_executor()),
@@ -94,15 +96,23 @@ class KeepAliveState : public std::enable_shared_from_this<KeepAliveState> {
   }
 
   void extend() {
+    const Clock::duration time_left = lease_->deadline() - Clock::now();
     client_.async_process(ExtendLock<void>(lease_),
-                          [self = shared_from_this()](std::error_code ec, bool held) {
-                            self->on_extended(ec, held);
+                          [self = shared_from_this(), time_left](std::error_code ec, bool held) {
+                            self->on_extended(ec, held, time_left);
                           });
   }
 
-  void on_extended(std::error_code ec, bool held) {
+  void on_extended(std::error_code ec, bool held, Clock::duration time_left) {
     if (ended())
       return;
+    using Outcome = ExtensionEvent::Outcome;
+    tell(observer_, &Observer::on_extension,
+         ExtensionEvent{lease_->key,
+                        ec     ? Outcome::failed
+                        : held ? Outcome::extended
+                               : Outcome::refused,
+                        time_left});
     follow(schedule_.extended(ec, held, Clock::now(), lease_->deadline()));
   }
 
@@ -130,11 +140,19 @@ class KeepAliveState : public std::enable_shared_from_this<KeepAliveState> {
     }
     tick_.cancel();
     deadline_timer_.cancel();
+    using Cause = LossEvent::Cause;
+    tell(observer_, &Observer::on_loss,
+         LossEvent{lease_->key,
+                   !cause                          ? Cause::expired_or_taken_over
+                   : cause == condition::transient ? Cause::unreachable
+                                                   : Cause::closed,
+                   cause});
     // Outside the mutex: the stop callbacks run here and may read lost() and cause().
     loss_.request_stop();
   }
 
   Client& client_;
+  Observer* const observer_;  // the client's, if it has one
   const std::shared_ptr<LeaseState> lease_;
   KeepAliveSchedule schedule_;  // on the client's executor
   Timer tick_;

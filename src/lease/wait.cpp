@@ -4,6 +4,7 @@
 #include <asio/post.hpp>
 
 #include "leasehold/detail/timer.hpp"
+#include "leasehold/observer.hpp"
 #include "transport.hpp"
 #include "wait_schedule.hpp"
 
@@ -162,8 +163,10 @@ bool names(std::string_view payload, std::string_view id) {
 // the lock's release channel, and the timer of the next try.
 class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_this<TurnWaiter> {
  public:
-  TurnWaiter(std::shared_ptr<Transport> transport, TurnWait wait, TurnWaitDone done)
+  TurnWaiter(std::shared_ptr<Transport> transport, std::shared_ptr<Observer> observer,
+             TurnWait wait, TurnWaitDone done)
       : transport_(std::move(transport)),
+        observer_(std::move(observer)),
         wait_(std::move(wait)),
         query_(wait_, ticket()),
         ticket_hex_(ticket_.id.hex()),
@@ -224,6 +227,7 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
       finish({}, {}, std::move(turn->state));
       return;
     }
+    tell(observer_.get(), &Observer::on_wait, WaitEvent{wait_.key, turn->seen.position});
     if (last_try_ || now >= wait_.deadline) {
       finish({}, {}, nullptr);
       return;
@@ -280,6 +284,15 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
     timer_.cancel();
     if (watch_)
       transport_->notifications().unwatch(*watch_);
+    if (observer_) {
+      using Outcome = AcquireEvent::Outcome;
+      const Outcome outcome = state                                     ? Outcome::acquired
+                              : error == asio::error::operation_aborted ? Outcome::cancelled
+                              : error                                   ? Outcome::failed
+                                                                        : Outcome::busy;
+      tell(observer_.get(), &Observer::on_acquire,
+           AcquireEvent{wait_.key, outcome, Clock::now() - started_});
+    }
     if (state || (error && error != asio::error::operation_aborted)) {
       // Granted; or failed, when Redis may not answer a leave either: it is sent, not awaited.
       if (!state)
@@ -296,6 +309,8 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
   }
 
   std::shared_ptr<Transport> transport_;
+  std::shared_ptr<Observer> observer_;  // the client's, if it has one
+  Clock::time_point started_ = Clock::now();
   TurnWait wait_;
   WaitTicket ticket_;
   TurnTry query_;
@@ -329,7 +344,8 @@ void check_not_io_thread(const Client& client, const char* what) {
 }
 
 std::shared_ptr<TurnWaitHandle> make_turn_wait(Client& client, TurnWait wait, TurnWaitDone done) {
-  return std::make_shared<TurnWaiter>(transport_of(client), std::move(wait), std::move(done));
+  return std::make_shared<TurnWaiter>(transport_of(client), client.options().observer,
+                                      std::move(wait), std::move(done));
 }
 
 }  // namespace leasehold::detail

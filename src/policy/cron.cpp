@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "leasehold/log.hpp"
+#include "leasehold/observer.hpp"
 #include "leasehold/while_held.hpp"
 
 namespace leasehold::cron {
@@ -303,21 +304,35 @@ std::optional<IntervalClaim> IntervalLease::claim() {
 Job detail::once_per_interval_job(std::shared_ptr<IntervalLease> lease, Job job) {
   return [lease = std::move(lease),
           job = std::move(job)](const Tick& tick) mutable -> std::error_code {
+    Observer* observer = lease->client().options().observer.get();
+    const auto tell_tick = [&](CronTickEvent::Outcome outcome, Clock::duration duration) {
+      leasehold::detail::tell(observer, &Observer::on_cron_tick,
+                              CronTickEvent{lease->name(), outcome, duration});
+    };
     std::optional<IntervalClaim> claim;
     try {
       claim = lease->claim();
     } catch (const Error& e) {
       log(LogLevel::error,
           "cron job '" + lease->name() + "': could not take its lease: " + e.what());
+      tell_tick(CronTickEvent::Outcome::failed, Clock::duration::zero());
       return e.code();
     }
     if (!claim) {
       log(LogLevel::info, "cron job '" + lease->name() + "' run " + std::to_string(tick.run) +
                               " skipped: another replica holds this interval");
+      tell_tick(CronTickEvent::Outcome::skipped, Clock::duration::zero());
       return {};
     }
     Tick granted = tick;
     granted.slot = claim->slot;
+    const Clock::time_point started = Clock::now();
+    // Told even when the job throws: it ran.
+    struct TellRan {
+      decltype(tell_tick)& tell;
+      Clock::time_point started;
+      ~TellRan() { tell(CronTickEvent::Outcome::ran, Clock::now() - started); }
+    } tell_ran{tell_tick, started};
     // Never released: the lease covers the interval, so offset replicas skip it.
     if (!lease->options().extend_while_running || lease->options().aligned)
       return job(granted);

@@ -245,6 +245,35 @@ void Locker::shutdown() noexcept {
   }
 }
 
+std::optional<LockToken<detail::WithLockTag>> Locker::try_once(std::string_view name,
+                                                               std::chrono::milliseconds ttl) {
+  const Clock::time_point started = Clock::now();
+  std::optional<LockToken<detail::WithLockTag>> token;
+  try {
+    token = client_.process(try_lock_query(name, ttl));
+  } catch (...) {
+    tell_attempt(name, AcquireEvent::Outcome::failed, started);
+    throw;
+  }
+  tell_attempt(name, token ? AcquireEvent::Outcome::acquired : AcquireEvent::Outcome::busy,
+               started);
+  return token;
+}
+
+void Locker::tell_attempt(std::string_view name, AcquireEvent::Outcome outcome,
+                          Clock::time_point started) const noexcept {
+  Observer* observer = client_.options().observer.get();
+  if (observer == nullptr)
+    return;
+  try {
+    const std::string lock_key = key(name);
+    detail::tell(observer, &Observer::on_acquire,
+                 AcquireEvent{lock_key, outcome, Clock::now() - started});
+  } catch (...) {
+    // Out of memory for the key: the event is not told.
+  }
+}
+
 std::optional<LockToken<detail::WithLockTag>> Locker::acquire(std::string_view name,
                                                               const WithLockOptions& options,
                                                               std::stop_token caller_stop) {
@@ -253,7 +282,7 @@ std::optional<LockToken<detail::WithLockTag>> Locker::acquire(std::string_view n
   };
   std::optional<LockToken<detail::WithLockTag>> token;
   if (options.retry_attempts == 0) {
-    token = client_.process(try_lock_query(name, options.ttl));
+    token = try_once(name, options.ttl);
   } else {
     token = wait_in_turn(name, options.ttl, wait_deadline(options), WaitOptions{}, caller_stop);
     if (!token && is_shut_down())
@@ -292,7 +321,18 @@ asio::awaitable<LockToken<detail::WithLockTag>> Locker::async_acquire(std::strin
   std::optional<LockToken<detail::WithLockTag>> token;
   if (options.retry_attempts == 0) {
     const TryLock<detail::WithLockTag> acquire = try_lock_query(name, options.ttl);
-    token = co_await client_.async_process(acquire, asio::use_awaitable);
+    const Clock::time_point started = Clock::now();
+    try {
+      token = co_await client_.async_process(acquire, asio::use_awaitable);
+    } catch (const std::system_error& e) {
+      tell_attempt(name,
+                   e.code() == asio::error::operation_aborted ? AcquireEvent::Outcome::cancelled
+                                                              : AcquireEvent::Outcome::failed,
+                   started);
+      throw;
+    }
+    tell_attempt(name, token ? AcquireEvent::Outcome::acquired : AcquireEvent::Outcome::busy,
+                 started);
   } else {
     std::error_code failed;
     token = co_await detail::async_wait_in_turn<LockToken<detail::WithLockTag>>(
@@ -342,7 +382,7 @@ bool Mutex::attempt() {
   }
   if (locker_.is_shut_down())
     throw Error(make_error_code(errc::closed), "the locker was shut down");
-  auto token = locker_.client().process(locker_.try_lock_query(name_, options_.ttl));
+  auto token = locker_.try_once(name_, options_.ttl);
   if (!token)
     return false;
   hold(std::move(*token));

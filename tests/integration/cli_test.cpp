@@ -584,6 +584,49 @@ TEST_F(CliTest, ACronKeyOfAnotherTypeIsNamedAndExits65) {
   EXPECT_EQ(server_->command({"TYPE", slot_key}).str, "list") << "nothing was overwritten";
 }
 
+// --metrics-file: run writes what it did in the Prometheus format; cron rewrites the file after
+// every tick, each time whole (a reader never sees a half-written file), and leaves no temporary
+// file behind.
+TEST_F(CliTest, MetricsFileHoldsTheRunsAndTicksAndIsAlwaysWhole) {
+  const std::string run_metrics = file(".run.prom");
+  auto run = cli({"run", "--metrics-file", run_metrics, name_, "--", "true"});
+  ASSERT_EQ(run.wait(), 0) << run.err();
+  const std::string after_run = read_file(run_metrics);
+  EXPECT_NE(after_run.find("leasehold_acquires_total{outcome=\"acquired\"} 1\n"), std::string::npos)
+      << after_run;
+  EXPECT_NE(after_run.find("leasehold_releases_total{outcome=\"released\"} 1\n"), std::string::npos)
+      << after_run;
+
+  const std::string cron_metrics = file(".cron.prom");
+  const std::string last_family = "# TYPE leasehold_cron_run_seconds histogram\n";
+  auto cron = cli({"-q", "cron", "--every", "300ms", "--lease", "200ms", "--ticks", "3",
+                   "--metrics-file", cron_metrics, name_, "--", "true"});
+  int exit_code = -1;
+  int partial_reads = 0;
+  while ((exit_code = cron.wait(1ms)) == -1) {
+    const std::string text = read_file(cron_metrics);
+    if (!text.empty() && text.find(last_family) == std::string::npos)
+      ++partial_reads;  // not written yet reads empty; anything else must be whole
+  }
+  EXPECT_EQ(exit_code, 0) << cron.err();
+  EXPECT_EQ(partial_reads, 0);
+  const std::string after_cron = read_file(cron_metrics);
+  EXPECT_NE(
+      after_cron.find("leasehold_cron_ticks_total{job=\"" + name_ + "\",outcome=\"ran\"} 3\n"),
+      std::string::npos)
+      << after_cron;
+  EXPECT_NE(after_cron.find("leasehold_cron_run_seconds_count{job=\"" + name_ + "\"} 3\n"),
+            std::string::npos)
+      << after_cron;
+  for (const auto& entry : std::filesystem::directory_iterator(server_->dir()))
+    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos)
+        << "left behind: " << entry.path();
+  auto unwritable =
+      cli({"run", "--metrics-file", server_->dir() + "/no/such/dir/m.prom", name_, "--", "true"});
+  EXPECT_EQ(unwritable.wait(), 0) << "the command runs all the same";
+  EXPECT_NE(unwritable.err().find("--metrics-file"), std::string::npos) << unwritable.err();
+}
+
 // Permits in status, list and release --force; a queue of waiters is not listed as a lease.
 TEST_F(CliTest, StatusAndListShowPermitsAndNotTheQueues) {
   auto permit = cli({"--prefix", "ops", "run", "--limit", "2", name_, "--", "sleep", "10"});
