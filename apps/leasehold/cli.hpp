@@ -150,6 +150,11 @@ int status(const Globals& globals, const std::vector<std::string>& names, bool j
 int list(const Globals& globals, const std::string& pattern, bool json);
 int release_force(const Globals& globals, const std::string& name);
 
+// Whether the Redis server (or cluster) of --redis is fit for leases: one finding per check (ok,
+// warning or problem) with what to change, as text or JSON. 0 when usable, 1 on a problem, 69
+// when unreachable.
+int doctor(const Globals& globals, bool json);
+
 // The locks the commands use, so that run, cron, status, list and release agree on keys.
 RwLock<std::string> run_lock(const Globals& globals, std::chrono::milliseconds ttl);
 // The permits of `leasehold run --limit N` (namespace "run", fenced).

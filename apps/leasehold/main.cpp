@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "leasehold: distributed leases on Redis.\n"
       "Run a command under a lease (a distributed flock), run a command once per interval across\n"
-      "hosts, inspect and force-release leases."};
+      "hosts, inspect and force-release leases, check a Redis for leases."};
   app.set_version_flag("--version", std::string("leasehold ") + leasehold::version);
   app.require_subcommand(1);
 
@@ -167,6 +167,12 @@ int main(int argc, char** argv) {
   release_app->add_option("NAME", release_name, "the run or cron name")->required();
   release_app->add_flag("--force", force, "yes, delete it regardless of its holder")->required();
 
+  // doctor
+  bool doctor_json = false;
+  CLI::App* doctor_app = app.add_subcommand(
+      "doctor", "check whether the Redis server (or cluster) of --redis is fit for leases");
+  doctor_app->add_flag("--json", doctor_json, "print JSON");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -200,6 +206,8 @@ int main(int argc, char** argv) {
       return cli::list(globals, list_pattern, list_json);
     if (release_app->parsed())
       return cli::release_force(globals, release_name);
+    if (doctor_app->parsed())
+      return cli::doctor(globals, doctor_json);
     return cli::kExitUsage;
   });
 }
