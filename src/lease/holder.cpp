@@ -1,5 +1,6 @@
 #include "leasehold/holder.hpp"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -17,6 +18,8 @@ struct ProcessHolder {
   std::mutex mutex;
   std::string label = program_invocation_short_name;
   std::atomic<bool> on{true};
+  // Bumped at each set_holder_label(): a thread's cached prefix is rebuilt when it moved.
+  std::atomic<std::uint64_t> generation{1};
   const std::string host = [] {
     char name[HOST_NAME_MAX + 1] = {};
     if (::gethostname(name, sizeof name - 1) != 0)
@@ -27,6 +30,12 @@ struct ProcessHolder {
 
 ProcessHolder& process_holder() {
   static ProcessHolder holder;
+  static const bool fork_handled = [] {
+    // A forked child has another pid: its threads' cached prefixes are stale.
+    ::pthread_atfork(nullptr, nullptr, [] { ++process_holder().generation; });
+    return true;
+  }();
+  (void)fork_handled;
   return holder;
 }
 
@@ -95,6 +104,7 @@ void set_holder_label(std::string label) {
   ProcessHolder& holder = process_holder();
   std::lock_guard lock(holder.mutex);
   holder.label = std::move(label);
+  ++holder.generation;
 }
 
 void set_holder_identity(bool on) {
@@ -136,27 +146,47 @@ std::string holder_label() {
   return holder.label;
 }
 
+namespace {
+
+// ";<host>;<pid>;<label>;", escaped: the part of a suffix that changes only with the label.
+std::string suffix_prefix(ProcessHolder& holder, std::string_view label) {
+  std::string prefix = ";";
+  append_escaped(prefix, holder.host);
+  prefix += ';';
+  prefix += std::to_string(::getpid());
+  prefix += ';';
+  append_escaped(prefix, label);
+  prefix += ';';
+  return prefix;
+}
+
+}  // namespace
+
 std::string holder_suffix(std::string_view label) {
   ProcessHolder& holder = process_holder();
-  if (!holder.on)
+  if (!holder.on.load(std::memory_order_relaxed))
     return {};
   std::string suffix;
-  suffix.reserve(64);
-  suffix += ';';
-  append_escaped(suffix, holder.host);
-  suffix += ';';
-  suffix += std::to_string(::getpid());
-  suffix += ';';
   if (label.empty()) {
-    std::lock_guard lock(holder.mutex);
-    append_escaped(suffix, holder.label);
+    // Every acquire builds one: the process's prefix is kept per thread, rebuilt after a new
+    // label or a fork (the child's pid differs).
+    thread_local std::uint64_t cached_generation = 0;
+    thread_local std::string cached_prefix;
+    const std::uint64_t generation = holder.generation.load(std::memory_order_acquire);
+    if (generation != cached_generation) {
+      std::lock_guard lock(holder.mutex);
+      cached_prefix = suffix_prefix(holder, holder.label);
+      cached_generation = generation;
+    }
+    suffix = cached_prefix;
   } else {
-    append_escaped(suffix, label);
+    suffix = suffix_prefix(holder, label);
   }
-  suffix += ';';
   const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::system_clock::now().time_since_epoch());
-  suffix += std::to_string(now.count());
+  char digits[24];
+  const auto written = std::to_chars(digits, digits + sizeof digits, now.count());
+  suffix.append(digits, written.ptr);
   return suffix;
 }
 

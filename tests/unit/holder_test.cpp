@@ -3,6 +3,7 @@
 #include "leasehold/holder.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <climits>
@@ -84,6 +85,22 @@ TEST(HolderIdentity, OffLeavesTheBareIdAndAnUnknownSuffixIsTheIdAlone) {
     EXPECT_FALSE(stored.holder) << odd;
   }
   EXPECT_TRUE(read_stored_lease(id + ";h;1;l;2").holder);
+}
+
+TEST(HolderIdentity, AForkedChildTakesLeasesAsItself) {
+  const std::string parent = detail::holder_suffix();  // the parent's prefix is cached now
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const StoredLease stored =
+        read_stored_lease(LeaseId::generate().hex() + detail::holder_suffix());
+    ::_exit(stored.holder && stored.holder->pid == ::getpid() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the child's leases named the parent";
+  EXPECT_EQ(read_stored_lease(LeaseId::generate().hex() + parent).holder->pid, ::getpid());
 }
 
 TEST(HolderIdentity, ALongLabelIsCut) {
