@@ -2,7 +2,8 @@
 //
 //   leasehold-bench --redis redis://127.0.0.1:PORT --workers W --keys K --cycles N
 //                   [--ttl-ms 10000] [--mode lock|read|write|semaphore] [--permits 8]
-//                   [--release leasehold|plain] [--connections 1] [--warmup 1000]
+//                   [--release leasehold|plain] [--identity on|off] [--connections 1]
+//                   [--warmup 1000]
 //
 // W workers (coroutines on one thread running one io_context) each loop: pick one of K names at
 // random, try to take it, and on success release it. mode lock: Lock<std::uint64_t>::try_lock
@@ -11,6 +12,8 @@
 // --permits permits per name, try_acquire (EVALSHA) then release (EVALSHA). --release plain (mode
 // lock only) releases with a plain compare-and-delete script instead of the token's release,
 // which also tells the name's waiters: the reference for what that costs when nobody waits.
+// --identity off takes leases without their holder's identity (holder.hpp): the reference for
+// what the identity costs.
 // --connections C: a pool of C Clients on the same
 // io_context, workers assigned round-robin (default: one Client shared by every worker).
 //
@@ -57,6 +60,7 @@ struct Options {
   std::string mode = "lock";
   std::uint32_t permits = 8;
   std::string release = "leasehold";
+  bool identity = true;
   std::size_t connections = 1;
   std::uint64_t warmup = 1000;
 };
@@ -67,7 +71,7 @@ struct Options {
       "leasehold-bench: %s\n"
       "usage: leasehold-bench --redis URL --workers W --keys K --cycles N [--ttl-ms 10000] "
       "[--mode lock|read|write|semaphore] [--permits 8] [--release leasehold|plain] "
-      "[--connections 1] [--warmup 1000]\n",
+      "[--identity on|off] [--connections 1] [--warmup 1000]\n",
       why);
   std::exit(64);
 }
@@ -101,6 +105,8 @@ Options parse_options(int argc, char** argv) {
       options.permits = static_cast<std::uint32_t>(parse_number(name, value));
     else if (name == "--release")
       options.release = value;
+    else if (name == "--identity" && (value == "on" || value == "off"))
+      options.identity = value == "on";
     else if (name == "--connections")
       options.connections = parse_number(name, value);
     else if (name == "--warmup")
@@ -179,7 +185,7 @@ struct PlainRelease {
                                    std::uint64_t name) const {
     // Built before the co_await: g++ 12 cannot keep an initializer list across one.
     const leasehold::Command release(
-        std::vector<std::string>{"EVALSHA", sha, "1", lock.key(name), token.id().hex()});
+        std::vector<std::string>{"EVALSHA", sha, "1", lock.key(name), token.state()->value});
     const leasehold::Reply reply = co_await client.async_process(release, asio::use_awaitable);
     co_return reply.integer == 1;
   }
@@ -310,6 +316,7 @@ double percentile_us(const std::vector<std::uint64_t>& sorted_ns, double p) {
 
 int main(int argc, char** argv) {
   const Options options = parse_options(argc, argv);
+  leasehold::set_holder_identity(options.identity);
   const std::chrono::milliseconds ttl(options.ttl_ms);
   Failure failure;
   Measurement measurement;

@@ -101,6 +101,10 @@ std::string wrong_type_message(const Globals& globals, Client& redis, const std:
 [[noreturn]] void exit_failure(const Globals& globals, Client& redis, const std::string& name,
                                const std::exception& e);
 
+// The holder label of a command's leases: its words joined by spaces, shortened to 64 bytes
+// ("…" marks a cut).
+std::string command_label(const std::vector<std::string>& command);
+
 // The signals leasehold forwards to its child, blocked in every thread (call before creating any
 // thread) and waited for with sigtimedwait.
 sigset_t forwarded_signals();

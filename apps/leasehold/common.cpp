@@ -156,6 +156,18 @@ void MetricsFile::write() const noexcept {
   }
 }
 
+std::string command_label(const std::vector<std::string>& command) {
+  constexpr std::size_t kMax = 64;
+  std::string label;
+  for (const std::string& word : command)
+    label += (label.empty() ? "" : " ") + word;
+  if (label.size() > kMax) {
+    label.resize(kMax - 3);
+    label += "\xe2\x80\xa6";  // …
+  }
+  return label;
+}
+
 sigset_t forwarded_signals() {
   sigset_t set;
   sigemptyset(&set);

@@ -63,6 +63,7 @@ CronPlan checked_plan(const CronOptions& options) {
 
 int cron(const Globals& globals, const CronOptions& options) {
   const CronPlan plan = checked_plan(options);
+  set_holder_label(command_label(options.command));      // who holds it, for status and list
   block_forwarded_signals();                             // before any thread starts
   const MetricsFile metrics_file(options.metrics_file);  // after every tick, and at the end
   Client redis = connect_or_exit(globals, metrics_file.metrics());

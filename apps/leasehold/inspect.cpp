@@ -76,7 +76,40 @@ NameStatus read_status(const Globals& globals, Client& redis, const std::string&
 using Json = nlohmann::ordered_json;
 
 Json lease_json(const Lease& lease) {
-  return {{"token", short_token_ascii(lease.token)}, {"ms_left", lease.ms_left}};
+  const StoredLease stored = read_stored_lease(lease.token);
+  Json holder;
+  if (stored.holder)
+    holder = {{"host", stored.holder->host},
+              {"pid", stored.holder->pid},
+              {"label", stored.holder->label},
+              {"taken_at_ms",
+               std::chrono::duration_cast<milliseconds>(stored.holder->taken_at.time_since_epoch())
+                   .count()}};
+  return {
+      {"token", short_token_ascii(stored.id_hex)}, {"ms_left", lease.ms_left}, {"holder", holder}};
+}
+
+// For a terminal: control characters of a host or label shown as '?'.
+std::string printable(std::string text) {
+  for (char& c : text)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      c = '?';
+  return text;
+}
+
+// "02b93aa7… (web-3, pid 4121, "deploy.sh prod", for 12 s; 18 s left)"; without a holder's
+// identity "02b93aa7… (18 s left)".
+std::string lease_text(const Lease& lease) {
+  const StoredLease stored = read_stored_lease(lease.token);
+  std::string text = short_token(stored.id_hex) + " (";
+  if (stored.holder) {
+    const auto held = std::max(milliseconds::zero(),
+                               std::chrono::duration_cast<milliseconds>(
+                                   std::chrono::system_clock::now() - stored.holder->taken_at));
+    text += printable(stored.holder->host) + ", pid " + std::to_string(stored.holder->pid) +
+            ", \"" + printable(stored.holder->label) + "\", for " + format_duration(held) + "; ";
+  }
+  return text + format_duration(milliseconds(lease.ms_left)) + " left)";
 }
 
 Json leases_json(const std::vector<Lease>& leases) {
@@ -126,26 +159,22 @@ int status(const Globals& globals, const std::vector<std::string>& names, bool j
       if (!held)
         out << "free";
       if (status.writer) {
-        out << "held exclusively by " << short_token(status.writer->token) << " ("
-            << format_duration(milliseconds(status.writer->ms_left)) << " left)";
+        out << "held exclusively by " << lease_text(*status.writer);
       }
       if (!status.readers.empty()) {
         out << "shared by " << status.readers.size() << " reader(s):";
         for (const auto& reader : status.readers)
-          out << " " << short_token(reader.token) << " ("
-              << format_duration(milliseconds(reader.ms_left)) << " left)";
+          out << " " << lease_text(reader);
       }
       if (status.cron) {
         out << (status.writer || !status.readers.empty() ? "; " : "") << "cron interval held by "
-            << short_token(status.cron->token) << " ("
-            << format_duration(milliseconds(status.cron->ms_left)) << " left)";
+            << lease_text(*status.cron);
       }
       if (!status.permits.empty()) {
         out << (status.writer || !status.readers.empty() || status.cron ? "; " : "")
             << status.permits.size() << " of " << status.permit_count << " permits held:";
         for (const auto& permit : status.permits)
-          out << " " << short_token(permit.token) << " ("
-              << format_duration(milliseconds(permit.ms_left)) << " left)";
+          out << " " << lease_text(permit);
       }
       out << "\n";
     }

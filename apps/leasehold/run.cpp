@@ -301,6 +301,7 @@ int run(const Globals& globals, const RunOptions& options) {
     throw UsageError{"run: no COMMAND given (leasehold run NAME -- COMMAND ...)"};
   if (options.ttl < milliseconds(10))
     throw UsageError{"--ttl: must be at least 10ms"};
+  set_holder_label(command_label(options.command));      // who holds it, for status and list
   block_forwarded_signals();                             // before the client starts its thread
   const MetricsFile metrics_file(options.metrics_file);  // written at every return below
   Client redis = connect_or_exit(globals, metrics_file.metrics());

@@ -73,12 +73,14 @@ struct LeaseKind;
 // The state of one held lease, shared by its token and by the queries that extend it (an extend
 // in flight may complete after the token moved). The deadline only moves forward.
 struct LeaseState {
+  // `value`: what Redis holds for the lease (its id's hex digits and its holder, holder.hpp).
   LeaseState(std::string key, LeaseId id, std::chrono::milliseconds ttl, Clock::time_point deadline,
-             const LeaseKind* kind = nullptr, std::string second_key = {})
+             const LeaseKind* kind = nullptr, std::string second_key = {}, std::string value = {})
       : key(std::move(key)),
         second_key(std::move(second_key)),
         kind(kind),
         id(id),
+        value(value.empty() ? id.hex() : std::move(value)),
         ttl(ttl),
         deadline_ns(deadline.time_since_epoch().count()) {}
 
@@ -101,6 +103,9 @@ struct LeaseState {
   const LeaseKind* const kind;   // nullptr: a key that holds the lease's id (a Lock's lease)
   const LeaseId id;
   const LeaseId::HexDigits id_digits = id.hex_digits();
+  // As stored in Redis and compared by the scripts: the id's hex digits, then its holder's
+  // identity when it was taken with one (holder.hpp).
+  const std::string value;
   const std::chrono::milliseconds ttl;
   std::atomic<Clock::rep> deadline_ns;
   // The fencing number of a fenced acquire (>= 1), 0 for none. Set before the state is shared.

@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "leasehold/holder.hpp"
 #include "leasehold/lease.hpp"
 #include "leasehold/query.hpp"
 #include "leasehold/slot.hpp"
@@ -375,19 +376,29 @@ class TryLock {
   using effect = Write<L>;
 
   TryLock(std::string key, std::chrono::milliseconds ttl)
-      : key_(std::move(key)), ttl_(ttl), id_(LeaseId::generate()), id_digits_(id_.hex_digits()) {}
+      : key_(std::move(key)),
+        ttl_(ttl),
+        id_(LeaseId::generate()),
+        value_(id_.hex() + detail::holder_suffix()) {}
   // With a fence key, the acquire is a script that also increments the counter (fenced locks).
-  TryLock(std::string key, std::chrono::milliseconds ttl, std::string fence_key)
-      : TryLock(std::move(key), ttl) {
+  // With a label, the holder's identity carries it instead of the process's (holder.hpp).
+  TryLock(std::string key, std::chrono::milliseconds ttl, std::string fence_key,
+          std::string_view holder_label = {})
+      : key_(std::move(key)),
+        ttl_(ttl),
+        id_(LeaseId::generate()),
+        value_(id_.hex() + detail::holder_suffix(holder_label)) {
     if (!fence_key.empty())
       fence_key_.emplace(std::move(fence_key));
   }
 
   const std::string& key() const noexcept { return key_; }
   const LeaseId& id() const noexcept { return id_; }
+  // What the key holds once this acquire is granted: the id and its holder (holder.hpp).
+  const std::string& value() const noexcept { return value_; }
 
   Request request() const {
-    const std::string_view id(id_digits_.data(), id_digits_.size());
+    const std::string_view id(value_);
     const detail::DecimalDigits ttl(ttl_.count());
     if (fence_key_) {
       const std::string_view keys[] = {key_, *fence_key_};
@@ -413,7 +424,7 @@ class TryLock {
   }
 
   std::optional<Request> on_unknown_outcome() const {
-    return detail::lock_release_request(key_, {id_digits_.data(), id_digits_.size()});
+    return detail::lock_release_request(key_, value_);
   }
 
  private:
@@ -433,8 +444,7 @@ class TryLock {
       // its own lease.
       if (reply.type != Reply::Type::string)
         return Result<result_type>(make_error_code(errc::unexpected_reply), to_string(reply));
-      if (detail::lock_holder(reply.str) !=
-          std::string_view(self.id_digits_.data(), self.id_digits_.size()))
+      if (detail::lock_holder(reply.str) != self.value_)
         return result_type{};  // someone else holds it
     }
     const Clock::time_point deadline = lease_deadline(timing.sent, self.ttl_);
@@ -442,7 +452,8 @@ class TryLock {
       return detail::granted_too_late<result_type>();
     // The key is copied (const Self) or moved (an rvalue Self) into the lease state.
     auto state = std::make_shared<detail::LeaseState>(std::forward<Self>(self).key_, self.id_,
-                                                      self.ttl_, deadline, &detail::kLockLease);
+                                                      self.ttl_, deadline, &detail::kLockLease,
+                                                      std::string(), self.value_);
     state->fence = fence;
     return result_type{detail::TokenAccess::make<LockToken<L>>(std::move(state))};
   }
@@ -451,7 +462,7 @@ class TryLock {
   std::optional<std::string> fence_key_;  // a fenced lock's counter
   std::chrono::milliseconds ttl_;
   LeaseId id_;
-  LeaseId::HexDigits id_digits_;  // the id as sent and compared, computed once
+  std::string value_;  // the id and its holder, as sent and compared, computed once
 };
 
 // The lease kind's release script -> 1 released, 0 not held by this id (see detail::LeaseKind).

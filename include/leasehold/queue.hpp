@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "leasehold/holder.hpp"
 #include "leasehold/lease.hpp"
 #include "leasehold/lock.hpp"
 #include "leasehold/slot.hpp"
@@ -33,6 +34,12 @@ namespace leasehold {
 struct WaitTicket {
   LeaseId id = LeaseId::generate();
   std::chrono::milliseconds ttl{2000};
+  // The waiter's identity (holder.hpp), fixed for the whole wait: its place in the queue, and
+  // the lease it is granted, are the id and this.
+  std::string holder = detail::holder_suffix();
+
+  // As the queue and the lease store it.
+  std::string value() const { return id.hex() + holder; }
 };
 
 // What one try in turn found: the lock (a token), or where the waiter stands.
@@ -74,12 +81,12 @@ class TryLockInTurn {
         ttl_(ttl),
         ticket_ttl_(ticket.ttl),
         id_(ticket.id),
-        id_hex_(ticket.id.hex()) {}
+        value_(ticket.value()) {}
 
   Request request() const {
     const detail::DecimalDigits ttl(ttl_.count());
     const detail::DecimalDigits ticket_ttl(ticket_ttl_.count());
-    const std::string_view args[] = {id_hex_, ttl.view(), ticket_ttl.view()};
+    const std::string_view args[] = {value_, ttl.view(), ticket_ttl.view()};
     const std::string_view keys[] = {
         key_, queue_, tickets_, fence_key_ ? std::string_view(*fence_key_) : std::string_view()};
     return Request::script(detail::lock_in_turn_script(), std::span(keys, fence_key_ ? 4 : 3), args)
@@ -102,16 +109,19 @@ class TryLockInTurn {
     const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
     if (timing.received >= deadline)
       return detail::granted_too_late<result_type>();
-    auto state =
-        std::make_shared<detail::LeaseState>(key_, id_, ttl_, deadline, &detail::kLockLease);
+    auto state = std::make_shared<detail::LeaseState>(key_, id_, ttl_, deadline,
+                                                      &detail::kLockLease, std::string(), value_);
     state->fence = fence_key_ ? static_cast<std::uint64_t>(f[1]) : 0;
     turn.token.emplace(detail::TokenAccess::make<LockToken<L>>(std::move(state)));
     return turn;
   }
 
   std::optional<Request> on_unknown_outcome() const {
-    return detail::lock_release_request(key_, id_hex_);
+    return detail::lock_release_request(key_, value_);
   }
+
+  // The waiter as its queue and its lease store it (WaitTicket::value()).
+  const std::string& value() const noexcept { return value_; }
 
  private:
   std::string key_;
@@ -121,7 +131,7 @@ class TryLockInTurn {
   std::chrono::milliseconds ttl_;
   std::chrono::milliseconds ticket_ttl_;
   LeaseId id_;
-  std::string id_hex_;
+  std::string value_;
 };
 
 // Leaves the queue of a name (a waiter that gives up); a query yielding true if the ticket was
@@ -137,11 +147,11 @@ class LeaveQueue {
         queue_(detail::queue_key(lock_key)),
         tickets_(detail::tickets_key(lock_key)),
         channel_(detail::released_channel(lock_key)),
-        id_hex_(ticket.id.hex()) {}
+        value_(ticket.value()) {}
 
   Request request() const {
     const std::string_view keys[] = {queue_, tickets_, key_};
-    const std::string_view args[] = {id_hex_, channel_};
+    const std::string_view args[] = {value_, channel_};
     return Request::script(detail::leave_queue_script(), keys, args).retry_safe();
   }
   Result<bool> parse(const Reply& reply, const Timing&) const { return detail::one_or_zero(reply); }
@@ -151,7 +161,7 @@ class LeaveQueue {
   std::string queue_;
   std::string tickets_;
   std::string channel_;
-  std::string id_hex_;
+  std::string value_;
 };
 
 template <LockNameType N>

@@ -155,7 +155,8 @@ class RwAcquire {
         fence_key_(std::move(fence_key)),
         ttl_(ttl),
         kind_(&kind),
-        id_(LeaseId::generate()) {}
+        id_(LeaseId::generate()),
+        value_(id_.hex() + holder_suffix()) {}
 
   const LeaseId& id() const noexcept { return id_; }
 
@@ -170,7 +171,7 @@ class RwAcquire {
     if (timing.received >= deadline)
       return granted_too_late<result_type>();
     auto state =
-        std::make_shared<LeaseState>(writer_key_, id_, ttl_, deadline, kind_, readers_key_);
+        std::make_shared<LeaseState>(writer_key_, id_, ttl_, deadline, kind_, readers_key_, value_);
     // A fenced writer's grant answers its fencing number, others 1.
     if (!fence_key_.empty())
       state->fence = static_cast<std::uint64_t>(reply.integer);
@@ -179,16 +180,16 @@ class RwAcquire {
 
   // The acquire may have run: release this id (best effort).
   std::optional<Request> on_unknown_outcome() const {
-    const LeaseState state(writer_key_, id_, ttl_, Clock::time_point{}, kind_, readers_key_);
+    const LeaseState state(writer_key_, id_, ttl_, Clock::time_point{}, kind_, readers_key_,
+                           value_);
     return lease_request(state, false);
   }
 
  protected:
   Request script_request(const Script& script, std::string_view intent_ttl) const {
-    const LeaseId::HexDigits id = id_.hex_digits();
     const DecimalDigits ttl(ttl_.count());
     const std::string_view keys[] = {writer_key_, readers_key_, intent_key_, fence_key_};
-    const std::string_view with_intent[] = {{id.begin(), id.end()}, ttl.view(), intent_ttl};
+    const std::string_view with_intent[] = {value_, ttl.view(), intent_ttl};
     const std::span<const std::string_view> args(with_intent, intent_ttl.empty() ? 2 : 3);
     // Retry-safe: a rerun with the same id answers 1 again (and keeps one lease).
     const std::span<const std::string_view> used_keys(keys, fence_key_.empty() ? 3 : 4);
@@ -203,6 +204,7 @@ class RwAcquire {
   std::chrono::milliseconds ttl_;
   const LeaseKind* kind_;
   LeaseId id_;
+  std::string value_;  // the id and its holder, as stored
 };
 
 }  // namespace detail

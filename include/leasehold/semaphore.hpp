@@ -125,16 +125,16 @@ class TryAcquire {
         fence_key_(std::move(fence_key)),
         permits_(permits),
         ttl_(ttl),
-        id_(LeaseId::generate()) {}
+        id_(LeaseId::generate()),
+        value_(id_.hex() + detail::holder_suffix()) {}
 
   const LeaseId& id() const noexcept { return id_; }
 
   Request request() const {
-    const LeaseId::HexDigits id = id_.hex_digits();
     const detail::DecimalDigits ttl(ttl_.count());
     const detail::DecimalDigits permits(permits_);
     const std::string_view keys[] = {holders_key_, count_key_, fence_key_};
-    const std::string_view args[] = {{id.begin(), id.end()}, ttl.view(), permits.view()};
+    const std::string_view args[] = {value_, ttl.view(), permits.view()};
     return Request::script(detail::permit_acquire_script(),
                            std::span(keys, fence_key_.empty() ? 2 : 3), args)
         .retry_safe()
@@ -152,7 +152,7 @@ class TryAcquire {
     if (timing.received >= deadline)
       return detail::granted_too_late<result_type>();
     auto state = std::make_shared<detail::LeaseState>(holders_key_, id_, ttl_, deadline,
-                                                      &detail::kPermitLease, count_key_);
+                                                      &detail::kPermitLease, count_key_, value_);
     if (!fence_key_.empty())
       state->fence = static_cast<std::uint64_t>(reply.integer);
     return result_type{detail::TokenAccess::make<PermitToken<L>>(std::move(state))};
@@ -161,7 +161,7 @@ class TryAcquire {
   // The acquire may have run: release this id (best effort).
   std::optional<Request> on_unknown_outcome() const {
     const detail::LeaseState state(holders_key_, id_, ttl_, Clock::time_point{},
-                                   &detail::kPermitLease, count_key_);
+                                   &detail::kPermitLease, count_key_, value_);
     return detail::lease_request(state, false);
   }
 
@@ -172,6 +172,7 @@ class TryAcquire {
   std::uint32_t permits_;
   std::chrono::milliseconds ttl_;
   LeaseId id_;
+  std::string value_;  // the id and its holder, as stored
 };
 
 }  // namespace leasehold

@@ -55,7 +55,8 @@ struct TurnWait {
   TurnKind kind = TurnKind::lock;
   std::string readers_key{};  // an RwLock's; a Semaphore's count key
   std::string intent_key{};
-  std::uint32_t permits = 0;  // a Semaphore's (key: its holders' set)
+  std::uint32_t permits = 0;   // a Semaphore's (key: its holders' set)
+  std::string holder_label{};  // the label of the lease's holder; empty: the process's
 };
 
 // A wait in progress. cancel() (from any thread) ends it with operation_aborted, at once; the

@@ -172,8 +172,9 @@ enum class Fencing : bool { off, on };
 
 class Locker {
  public:
+  // `holder_label`: the label of the leases it takes (holder.hpp); empty: the process's.
   explicit Locker(Client& client, std::string prefix = std::string(kDefaultPrefix),
-                  Fencing fencing = Fencing::off);
+                  Fencing fencing = Fencing::off, std::string holder_label = {});
   ~Locker();  // shutdown()s; never throws
   Locker(const Locker&) = delete;
   Locker& operator=(const Locker&) = delete;
@@ -284,6 +285,7 @@ class Locker {
   Client& client_;
   std::string prefix_;
   Fencing fencing_;
+  std::string holder_label_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   bool shut_down_ = false;

@@ -94,7 +94,7 @@ Request lock_release_request(std::string_view key, std::string_view id_hex) {
 }
 
 Request lock_lease_release_request(const LeaseState& state) {
-  return lock_release_request(state.key, state.id_hex());
+  return lock_release_request(state.key, state.value);
 }
 
 // KEYS[1] lock key, ARGV[1] lease id, ARGV[2] ttl in ms -> 1 if the key held this id (bare, or
@@ -130,7 +130,7 @@ Request lease_request(const LeaseState& state, bool extend) {
   if (!extend && kind.release_request != nullptr)
     return kind.release_request(state);
   const DecimalDigits ttl(extend ? state.ttl.count() : 0);  // a release sends no TTL
-  const std::string_view args[] = {state.id_hex(), ttl.view()};
+  const std::string_view args[] = {state.value, ttl.view()};
   const std::string_view keys[] = {state.key, state.second_key};
   const std::span<const std::string_view> used_keys(keys, state.second_key.empty() ? 1 : 2);
   if (extend)

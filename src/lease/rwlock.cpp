@@ -128,7 +128,7 @@ const Script& rw_read_release_script() {
 Request rw_release_request(const LeaseState& state) {
   const WaitKeys waiting(state.key);
   const std::string_view keys[] = {state.key, state.second_key, waiting.queue, waiting.tickets};
-  const std::string_view args[] = {state.id_hex(), waiting.channel};
+  const std::string_view args[] = {state.value, waiting.channel};
   return Request::script(state.kind->release(), keys, args);
 }
 

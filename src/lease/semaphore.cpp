@@ -79,7 +79,7 @@ const Script& permit_extend_script() {
 Request permit_release_request(const LeaseState& state) {
   const WaitKeys waiting(state.key);
   const std::string_view keys[] = {state.key, waiting.queue, waiting.tickets};
-  const std::string_view args[] = {state.id_hex(), waiting.channel};
+  const std::string_view args[] = {state.value, waiting.channel};
   return Request::script(permit_release_script(), keys, args);
 }
 

@@ -30,9 +30,8 @@ class TurnTry {
   TurnTry(const TurnWait& wait, const WaitTicket& ticket)
       : wait_(wait),
         lock_try_(wait.key, wait.ttl, wait.fence_key, ticket),
-        id_(ticket.id),
-        id_hex_(ticket.id.hex()),
-        ticket_ttl_(ticket.ttl) {}
+        ticket_(ticket),
+        value_(ticket.value()) {}
 
   Request request() const {
     if (wait_.kind == TurnKind::lock)
@@ -42,9 +41,9 @@ class TurnTry {
     const std::string queue = queue_key(wait_.key);
     const std::string tickets = tickets_key(wait_.key);
     const DecimalDigits ttl(wait_.ttl.count());
-    const DecimalDigits ticket_ttl(ticket_ttl_.count());
+    const DecimalDigits ticket_ttl(ticket_.ttl.count());
     const std::string_view kind = wait_.kind == TurnKind::write ? "w" : "r";
-    const std::string_view args[] = {kind, id_hex_, ttl.view(), ticket_ttl.view()};
+    const std::string_view args[] = {kind, value_, ttl.view(), ticket_ttl.view()};
     const std::string_view keys[] = {
         wait_.key, wait_.readers_key, wait_.intent_key,
         queue,     tickets,           wait_.fence_key ? std::string_view(*wait_.fence_key) : ""};
@@ -76,8 +75,8 @@ class TurnTry {
     const Clock::time_point deadline = lease_deadline(timing.sent, wait_.ttl);
     if (timing.received >= deadline)
       return granted_too_late<TurnOutcome>();
-    auto state =
-        std::make_shared<LeaseState>(wait_.key, id_, wait_.ttl, deadline, &kind(), second_key());
+    auto state = std::make_shared<LeaseState>(wait_.key, ticket_.id, wait_.ttl, deadline, &kind(),
+                                              second_key(), value_);
     state->fence = wait_.fence_key ? static_cast<std::uint64_t>(f[1]) : 0;
     return TurnOutcome{std::move(state), {}};
   }
@@ -85,21 +84,25 @@ class TurnTry {
   std::optional<Request> on_unknown_outcome() const {
     if (wait_.kind == TurnKind::lock)
       return lock_try_.on_unknown_outcome();
-    const LeaseState state(wait_.key, id_, wait_.ttl, Clock::time_point{}, &kind(), second_key());
+    const LeaseState state(wait_.key, ticket_.id, wait_.ttl, Clock::time_point{}, &kind(),
+                           second_key(), value_);
     return lease_request(state, false);
   }
+
+  // The waiter as the queue and the lease store it.
+  const std::string& value() const noexcept { return value_; }
 
   // Gives the waiter's place up (a wait that ended without the lease).
   Request leave() const {
     if (wait_.kind == TurnKind::lock)
-      return LeaveQueue<TurnTag>(wait_.key, WaitTicket{id_, ticket_ttl_}).request();
+      return LeaveQueue<TurnTag>(wait_.key, ticket_).request();
     if (wait_.kind == TurnKind::permit) {
       const WaitKeys waiting(wait_.key);
       const std::string_view keys[] = {wait_.key, waiting.queue, waiting.tickets};
-      const std::string_view args[] = {id_hex_, waiting.channel};
+      const std::string_view args[] = {value_, waiting.channel};
       return Request::script(permit_leave_queue_script(), keys, args).retry_safe();
     }
-    const std::string member = std::string(wait_.kind == TurnKind::write ? "w:" : "r:") + id_hex_;
+    const std::string member = std::string(wait_.kind == TurnKind::write ? "w:" : "r:") + value_;
     const WaitKeys waiting(wait_.key);
     const std::string_view keys[] = {wait_.key, wait_.readers_key, wait_.intent_key, waiting.queue,
                                      waiting.tickets};
@@ -119,9 +122,9 @@ class TurnTry {
   Request permit_request() const {
     const WaitKeys waiting(wait_.key);
     const DecimalDigits ttl(wait_.ttl.count());
-    const DecimalDigits ticket_ttl(ticket_ttl_.count());
+    const DecimalDigits ticket_ttl(ticket_.ttl.count());
     const DecimalDigits permits(wait_.permits);
-    const std::string_view args[] = {id_hex_, ttl.view(), ticket_ttl.view(), permits.view(),
+    const std::string_view args[] = {value_, ttl.view(), ticket_ttl.view(), permits.view(),
                                      waiting.channel};
     const std::string_view keys[] = {wait_.key, waiting.queue, waiting.tickets, wait_.readers_key,
                                      wait_.fence_key ? std::string_view(*wait_.fence_key) : ""};
@@ -132,9 +135,8 @@ class TurnTry {
 
   TurnWait wait_;
   TryLockInTurn<TurnTag> lock_try_;
-  LeaseId id_;
-  std::string id_hex_;
-  std::chrono::milliseconds ticket_ttl_;
+  WaitTicket ticket_;
+  std::string value_;  // the waiter as the queue and the lease store it
 };
 
 // The leave of a wait that ended without the lease, as a query whose reply is awaited: the wait
@@ -169,7 +171,7 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
         observer_(std::move(observer)),
         wait_(std::move(wait)),
         query_(wait_, ticket()),
-        ticket_hex_(ticket_.id.hex()),
+        ticket_value_(query_.value()),
         timer_(transport_->strand()),
         done_(std::move(done)) {}
 
@@ -186,6 +188,8 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
  private:
   const WaitTicket& ticket() {
     ticket_.ttl = wait_.options.ticket_ttl;
+    if (!wait_.holder_label.empty())
+      ticket_.holder = holder_suffix(wait_.holder_label);
     return ticket_;
   }
 
@@ -257,7 +261,7 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
       return;
     // Subscribed: a release may have come between the refused try and the subscription.
     if (event == ChannelEvent::subscribed ||
-        (event == ChannelEvent::message && names(payload, ticket_hex_))) {
+        (event == ChannelEvent::message && names(payload, ticket_value_))) {
       ++timer_generation_;
       timer_.cancel();
       try_now();
@@ -314,7 +318,7 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
   TurnWait wait_;
   WaitTicket ticket_;
   TurnTry query_;
-  std::string ticket_hex_;
+  std::string ticket_value_;
   BasicTimer<ConnectionStrand> timer_;
   std::uint64_t timer_generation_ = 0;
   std::optional<std::uint64_t> watch_;

@@ -52,7 +52,7 @@ class AlignedClaim {
         interval_(interval),
         ttl_(ttl),
         id_(LeaseId::generate()),
-        id_digits_(id_.hex_digits()) {}
+        value_(id_.hex() + leasehold::detail::holder_suffix()) {}
 
   Request request() const {
     const leasehold::detail::DecimalDigits interval(interval_.count());
@@ -76,7 +76,8 @@ class AlignedClaim {
     const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
     if (timing.received >= deadline)
       return leasehold::detail::granted_too_late<result_type>();
-    auto state = std::make_shared<leasehold::detail::LeaseState>(slot_key_, id_, ttl_, deadline);
+    auto state = std::make_shared<leasehold::detail::LeaseState>(slot_key_, id_, ttl_, deadline,
+                                                                 nullptr, std::string(), value_);
     return result_type{
         IntervalClaim{leasehold::detail::TokenAccess::make<LockToken<CronLock>>(std::move(state)),
                       reply.elements[1].integer}};
@@ -90,14 +91,14 @@ class AlignedClaim {
   }
 
  private:
-  std::string_view id() const noexcept { return {id_digits_.data(), id_digits_.size()}; }
+  std::string_view id() const noexcept { return value_; }
 
   std::string slot_key_;
   std::string high_key_;
   std::chrono::milliseconds interval_;
   std::chrono::milliseconds ttl_;
   LeaseId id_;
-  LeaseId::HexDigits id_digits_;
+  std::string value_;  // the id and its holder, as stored
 };
 
 }  // namespace

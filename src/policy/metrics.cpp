@@ -102,7 +102,11 @@ void Metrics::Histogram::render(std::string& out, const std::string& name,
     append_number(out, i < kBuckets ? counts_[i] : count_);
     out += '\n';
   }
-  const std::string braced = labels.empty() ? "" : "{" + labels.substr(0, labels.size() - 1) + "}";
+  // The labels without their trailing comma, in braces ("" when there are none).
+  std::string braced;
+  if (!labels.empty()) {
+    braced.append("{").append(labels, 0, labels.size() - 1).append("}");
+  }
   out.append(name).append("_sum").append(braced).append(" ");
   append_number(out, sum_);
   out.append("\n").append(name).append("_count").append(braced).append(" ");

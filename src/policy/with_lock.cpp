@@ -55,8 +55,11 @@ void throw_if_lock_lost(std::string_view name, const LockEnding& ending) {
 
 }  // namespace detail
 
-Locker::Locker(Client& client, std::string prefix, Fencing fencing)
-    : client_(client), prefix_(std::move(prefix)), fencing_(fencing) {
+Locker::Locker(Client& client, std::string prefix, Fencing fencing, std::string holder_label)
+    : client_(client),
+      prefix_(std::move(prefix)),
+      fencing_(fencing),
+      holder_label_(std::move(holder_label)) {
   detail::validate_prefix(prefix_);
 }
 
@@ -88,9 +91,8 @@ std::string Locker::fence_key(std::string_view name) const {
 
 TryLock<detail::WithLockTag> Locker::try_lock_query(std::string_view name,
                                                     std::chrono::milliseconds ttl) const {
-  if (fencing())
-    return TryLock<detail::WithLockTag>(key(name), ttl, fence_key(name));
-  return TryLock<detail::WithLockTag>(key(name), ttl);
+  return TryLock<detail::WithLockTag>(key(name), ttl, fencing() ? fence_key(name) : std::string(),
+                                      holder_label_);
 }
 
 std::optional<std::uint64_t> Locker::fence(std::string_view name) const {
@@ -115,9 +117,11 @@ void Locker::validate(std::string_view name, const WithLockOptions& options) {
 
 detail::TurnWait Locker::turn_wait(std::string_view name, std::chrono::milliseconds ttl,
                                    Clock::time_point deadline, const WaitOptions& waiting) const {
-  return detail::TurnWait{key(name), ttl,
-                          fencing() ? std::optional<std::string>(fence_key(name)) : std::nullopt,
-                          deadline, waiting};
+  detail::TurnWait wait{key(name), ttl,
+                        fencing() ? std::optional<std::string>(fence_key(name)) : std::nullopt,
+                        deadline, waiting};
+  wait.holder_label = holder_label_;
+  return wait;
 }
 
 Clock::time_point Locker::wait_deadline(const WithLockOptions& options) {

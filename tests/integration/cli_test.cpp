@@ -627,6 +627,32 @@ TEST_F(CliTest, MetricsFileHoldsTheRunsAndTicksAndIsAlwaysWhole) {
   EXPECT_NE(unwritable.err().find("--metrics-file"), std::string::npos) << unwritable.err();
 }
 
+// status and list say who holds a lease: host, pid, the command (its label), and since when.
+TEST_F(CliTest, StatusNamesTheHoldersHostPidAndCommand) {
+  auto holder = cli({"run", name_, "--", "sleep", "10"});
+  ASSERT_TRUE(eventually([&] { return exists(writer_key()); }));
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  auto status = cli({"status", name_});
+  ASSERT_EQ(status.wait(), 0) << status.err();
+  const std::string expected =
+      std::string(host) + ", pid " + std::to_string(holder.pid()) + ", \"sleep 10\", for ";
+  EXPECT_NE(status.out().find(expected), std::string::npos) << status.out();
+  auto json = cli({"status", "--json", name_});
+  ASSERT_EQ(json.wait(), 0) << json.err();
+  const nlohmann::json parsed = nlohmann::json::parse(json.out());
+  const auto& who = parsed[0]["writer"]["holder"];
+  EXPECT_EQ(who["host"], host) << json.out();
+  EXPECT_EQ(who["pid"], holder.pid());
+  EXPECT_EQ(who["label"], "sleep 10");
+  EXPECT_GT(who["taken_at_ms"].get<long long>(), 0);
+  auto list = cli({"list"});
+  ASSERT_EQ(list.wait(), 0);
+  EXPECT_NE(list.out().find(expected), std::string::npos) << list.out();
+  holder.signal(SIGTERM);
+  holder.wait();
+}
+
 // Permits in status, list and release --force; a queue of waiters is not listed as a lease.
 TEST_F(CliTest, StatusAndListShowPermitsAndNotTheQueues) {
   auto permit = cli({"--prefix", "ops", "run", "--limit", "2", name_, "--", "sleep", "10"});

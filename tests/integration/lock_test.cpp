@@ -42,7 +42,7 @@ TEST_F(LockTest, OnlyOneOfTwoConnectionsGetsTheLock) {
   auto second = b.process(invoices.try_lock("inv-1"));
   ASSERT_TRUE(first.has_value());
   EXPECT_FALSE(second.has_value());
-  EXPECT_EQ(server_->command({"GET", invoices.key("inv-1")}).str, first->id().hex());
+  EXPECT_EQ(server_->command({"GET", invoices.key("inv-1")}).str, first->state()->value);
   // Another name is free.
   EXPECT_TRUE(b.process(invoices.try_lock("inv-2")).has_value());
   // After the release, the other connection gets it.
@@ -93,7 +93,7 @@ TEST_F(LockTest, AfterATakeoverTheOldTokenCannotTouchTheNewHolder) {
   const long long ttl_before = pttl(locks.key("n"));
   EXPECT_FALSE(redis.process(old_token->extend()));
   EXPECT_FALSE(redis.process(old_token->release()));
-  EXPECT_EQ(server_->command({"GET", locks.key("n")}).str, new_token->id().hex());
+  EXPECT_EQ(server_->command({"GET", locks.key("n")}).str, new_token->state()->value);
   EXPECT_LE(pttl(locks.key("n")), ttl_before) << "the old token's extend touched the new lease";
 }
 
@@ -155,7 +155,7 @@ TEST_F(LockTest, ForgedAndBitFlippedTokensNeverReleaseOrExtendAHeldLock) {
     for (const auto& result : redis.process(extends))
       ASSERT_FALSE(result.value());
   }
-  EXPECT_EQ(server_->command({"GET", key}).str, token->id().hex());
+  EXPECT_EQ(server_->command({"GET", key}).str, token->state()->value);
   EXPECT_TRUE(redis.process(token->release()));
 }
 
@@ -202,7 +202,7 @@ TEST_F(LockTest, HostileNamesAreLockableAndExclusive) {
     auto token = a.process(locks.try_lock(name));
     ASSERT_TRUE(token) << "name of size " << name.size();
     EXPECT_FALSE(b.process(locks.try_lock(name)).has_value());
-    EXPECT_EQ(server_->command({"GET", locks.key(name)}).str, token->id().hex());
+    EXPECT_EQ(server_->command({"GET", locks.key(name)}).str, token->state()->value);
   }
   // Each name has a key of its own.
   EXPECT_EQ(server_->command({"EVAL", "return #redis.call('KEYS', ARGV[1])", "0", prefix_ + ":*"})
@@ -449,7 +449,7 @@ TEST(LockAcl, AUserWithoutScriptRightsGetsAnErrorNamingThePermission) {
     }
   }
   // The lease is still there, still held, and runs out at its TTL: nothing is left without one.
-  EXPECT_EQ(server.command({"GET", locks.key("n")}).str, token->id().hex());
+  EXPECT_EQ(server.command({"GET", locks.key("n")}).str, token->state()->value);
   EXPECT_GT(server.command({"PTTL", locks.key("n")}).integer, 0);
 }
 

@@ -33,7 +33,7 @@ TEST_F(QueueTest, AFreeLockWithNobodyWaitingIsGrantedAtOnceAndLeavesNoQueue) {
   const auto turn = try_in_turn(ticket);
   ASSERT_TRUE(turn.token);
   EXPECT_EQ(turn.token->id(), ticket.id);
-  EXPECT_EQ(server_->command({"GET", locks_.key(name_)}).str, ticket.id.hex());
+  EXPECT_EQ(server_->command({"GET", locks_.key(name_)}).str, ticket.value());
   EXPECT_EQ(server_
                 ->command({"EXISTS", detail::queue_key(locks_.key(name_)),
                            detail::tickets_key(locks_.key(name_))})
@@ -131,21 +131,21 @@ TEST_F(QueueTest, AWaiterMarksTheHeldKeyWithTheHeadAndTheHolderStillOwnsIt) {
   const auto take = locks_.try_lock(name_);
   auto holder = redis_.process(take);
   ASSERT_TRUE(holder);
-  const std::string held = holder->id().hex();
+  const std::string held = holder->state()->value;
   EXPECT_EQ(server_->command({"GET", key}).str, held) << "nobody waits: the bare id";
   const WaitTicket first;
   const WaitTicket second;
   EXPECT_FALSE(try_in_turn(first).token);
-  EXPECT_EQ(server_->command({"GET", key}).str, held + ":" + first.id.hex());
+  EXPECT_EQ(server_->command({"GET", key}).str, held + ":" + first.value());
   EXPECT_GT(server_->command({"PTTL", key}).integer, 9000) << "marking keeps the lease's TTL";
   EXPECT_FALSE(try_in_turn(second).token);
-  EXPECT_EQ(server_->command({"GET", key}).str, held + ":" + first.id.hex()) << "still the head";
+  EXPECT_EQ(server_->command({"GET", key}).str, held + ":" + first.value()) << "still the head";
 
   EXPECT_TRUE(redis_.process(take)) << "a retry of the acquire finds its own, marked lease";
   EXPECT_TRUE(redis_.process(holder->extend())) << "the holder extends a marked key";
   EXPECT_FALSE(redis_.process(locks_.try_lock(name_))) << "a marked key is held";
   const std::string stranger = LeaseId::generate().hex();
-  for (const std::string& id : {stranger, first.id.hex()})
+  for (const std::string& id : {stranger, first.value()})
     EXPECT_EQ(
         server_->command({"EVAL", detail::lock_release_untagged_script().body(), "1", key, id})
             .integer,
@@ -153,7 +153,7 @@ TEST_F(QueueTest, AWaiterMarksTheHeldKeyWithTheHeadAndTheHolderStillOwnsIt) {
         << "only the holder's id releases a marked key, not " << id;
 
   EXPECT_TRUE(redis_.process(leave_queue(locks_, name_, first)));
-  EXPECT_EQ(server_->command({"GET", key}).str, held + ":" + second.id.hex())
+  EXPECT_EQ(server_->command({"GET", key}).str, held + ":" + second.value())
       << "the head left: the key names the new head";
   EXPECT_TRUE(redis_.process(leave_queue(locks_, name_, second)));
   EXPECT_EQ(server_->command({"GET", key}).str, held) << "nobody waits: the bare id again";
@@ -164,12 +164,12 @@ TEST_F(QueueTest, AWaiterMarksTheHeldKeyWithTheHeadAndTheHolderStillOwnsIt) {
   EXPECT_FALSE(redis_.process(holder->release())) << "released once";
   const auto turn = try_in_turn(first);
   ASSERT_TRUE(turn.token);
-  EXPECT_EQ(server_->command({"GET", key}).str, first.id.hex() + ":" + second.id.hex())
+  EXPECT_EQ(server_->command({"GET", key}).str, first.value() + ":" + second.value())
       << "granted to the head while another waits: marked with the next one";
   EXPECT_TRUE(redis_.process(turn.token->release()));
   const auto last = try_in_turn(second);
   ASSERT_TRUE(last.token);
-  EXPECT_EQ(server_->command({"GET", key}).str, second.id.hex()) << "the last waiter: bare";
+  EXPECT_EQ(server_->command({"GET", key}).str, second.value()) << "the last waiter: bare";
   EXPECT_TRUE(redis_.process(last.token->release()));
   EXPECT_EQ(server_->command({"EXISTS", key}).integer, 0);
 }

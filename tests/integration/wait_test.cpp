@@ -63,7 +63,7 @@ TEST_F(WaitTest, AReleaseHandsTheLockToTheWaiterWithinARoundTripOrSo) {
   waiter.join();
   ASSERT_TRUE(got);
   EXPECT_LT(got_at - released_at, 300ms);  // not the recheck (1.9 s)
-  EXPECT_EQ(server_->command({"GET", key_}).str, got->id().hex());
+  EXPECT_EQ(read_stored_lease(server_->command({"GET", key_}).str).id_hex, got->id().hex());
   EXPECT_TRUE(redis_.process(got->release()));
   // Nothing is left behind: no queue, no subscription.
   EXPECT_EQ(
@@ -410,7 +410,8 @@ TEST(WaitOnARestartedServer, TheWaiterGetsTheLockAfterTheServerIsBack) {
   server.start();  // empty: the lock is free, and the queue is gone
   waiter.join();
   ASSERT_TRUE(got);
-  EXPECT_EQ(server.command({"GET", locks.key("job")}).str, got->id().hex());
+  EXPECT_EQ(read_stored_lease(server.command({"GET", locks.key("job")}).str).id_hex,
+            got->id().hex());
 }
 
 TEST(WaitOptionsTest, ARecheckThatWouldLetTheTicketRunOutIsAnError) {

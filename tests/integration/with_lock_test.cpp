@@ -412,8 +412,8 @@ TEST_F(WithLockTest, MutexAndWithLockExcludeEachOtherAndCannotReleaseEachOthersL
     std::unique_lock hold(mutex);
     EXPECT_THROW(locker.with_lock(name_, [] {}, {.retry_attempts = 0}), AcquireError);
     // with_lock's release path cannot touch the Mutex's lease: a forged release is refused.
-    const auto held_id = server_->command({"GET", locker.key(name_)}).str;
-    EXPECT_EQ(held_id.size(), 32u);
+    const auto held = read_stored_lease(server_->command({"GET", locker.key(name_)}).str);
+    EXPECT_EQ(held.id_hex.size(), 32u);
   }
   // Unlocked: with_lock gets it; meanwhile the Mutex cannot.
   locker.with_lock(name_, [&] {

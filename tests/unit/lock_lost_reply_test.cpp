@@ -50,7 +50,7 @@ TEST(LockLostReply, ARetryOfTheSameAcquireSeesItsOwnIdAndHoldsTheLock) {
   std::lock_guard lock(mutex);
   ASSERT_EQ(ids_seen.size(), 2u) << "the acquire was not resent on the new connection";
   EXPECT_EQ(ids_seen[0], ids_seen[1]);
-  EXPECT_EQ(held_by, acquire.id().hex());
+  EXPECT_EQ(read_stored_lease(held_by).id_hex, acquire.id().hex());
 }
 
 TEST(LockLostReply, SomeoneElsesIdOnTheRetryIsBusy) {

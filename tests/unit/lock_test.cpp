@@ -138,9 +138,11 @@ TEST(TryLockQuery, IsOneIdempotentSetWithNxPxGet) {
   const Request request = query.request();
   EXPECT_TRUE(request.is_retry_safe());
   EXPECT_FALSE(request.is_script());
-  const std::string id = query.id().hex();
-  const std::string expected = "*7\r\n$3\r\nSET\r\n$24\r\nleasehold:Lock:invoice:7\r\n$32\r\n" +
-                               id + "\r\n$2\r\nNX\r\n$2\r\nPX\r\n$5\r\n30000\r\n$3\r\nGET\r\n";
+  const std::string& value = query.value();  // the id, then the holder's identity
+  EXPECT_EQ(value.rfind(query.id().hex() + ";", 0), 0u) << value;
+  const std::string expected = "*7\r\n$3\r\nSET\r\n$24\r\nleasehold:Lock:invoice:7\r\n$" +
+                               std::to_string(value.size()) + "\r\n" + value +
+                               "\r\n$2\r\nNX\r\n$2\r\nPX\r\n$5\r\n30000\r\n$3\r\nGET\r\n";
   EXPECT_EQ(request.bytes(), expected);
   // Two queries for the same name carry different ids.
   EXPECT_NE(kInvoices.try_lock(7).id(), query.id());
@@ -157,9 +159,15 @@ TEST(TryLockQuery, ParsesEachReply) {
   EXPECT_EQ((*taken)->key(), "leasehold:Lock:invoice:7");
   EXPECT_EQ((*taken)->id(), query.id());
 
-  // A retry that finds its own id holds the lock (its reply was lost the first time).
-  auto retried = query.parse(Reply::make_string(query.id().hex()), timing);
+  // A retry that finds its own value holds the lock (its reply was lost the first time), even
+  // marked by a waiter since; the same id with another holder's identity does not.
+  auto retried = query.parse(Reply::make_string(query.value()), timing);
   ASSERT_TRUE(retried->has_value());
+  auto marked =
+      query.parse(Reply::make_string(query.value() + ":" + LeaseId::generate().hex()), timing);
+  ASSERT_TRUE(marked->has_value());
+  auto other_holder = query.parse(Reply::make_string(query.id().hex() + ";h;1;l;2"), timing);
+  EXPECT_FALSE(other_holder->has_value());
 
   auto busy = query.parse(Reply::make_string(LeaseId::generate().hex()), timing);
   ASSERT_TRUE(busy.has_value());
