@@ -19,6 +19,7 @@ inline constexpr int kExitUsage = 64;        // EX_USAGE: a bad flag, duration o
 inline constexpr int kExitDataErr = 65;      // EX_DATAERR: a key of the name holds another type
 inline constexpr int kExitUnavailable = 69;  // EX_UNAVAILABLE: Redis unreachable or refusing
 inline constexpr int kExitLeaseLost = 75;    // EX_TEMPFAIL: the lease was lost while running
+inline constexpr int kExitTimedOut = 124;    // as timeout(1): the command ran past --max-time
 inline constexpr int kExitCannotExecute = 126;
 inline constexpr int kExitNotFound = 127;
 
@@ -132,6 +133,7 @@ struct RunOptions {
   int conflict_exit_code = 1;
   std::chrono::milliseconds ttl{30'000};
   std::chrono::milliseconds kill_after{5'000};
+  std::chrono::milliseconds max_time{0};  // the lease's hold budget; zero: none
   std::optional<std::string> metrics_file;
 };
 int run(const Globals& globals, const RunOptions& options);

@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
   // run
   cli::RunOptions run;
   bool exclusive = false;
-  DurationFlag wait, ttl, kill_after;
+  DurationFlag wait, ttl, kill_after, max_time;
   CLI::App* run_app = app.add_subcommand(
       "run", "run COMMAND while holding the lease NAME; release it when COMMAND ends");
   run_app->add_option("NAME", run.name, "the lease's name")->required();
@@ -119,6 +119,8 @@ int main(int argc, char** argv) {
                "the lease's TTL, extended every third of it while COMMAND runs (default: 30s)");
   add_duration(*run_app, "--kill-after", kill_after,
                "on a lost lease, SIGKILL this long after SIGTERM (default: 5s)");
+  add_duration(*run_app, "--max-time", max_time,
+               "end COMMAND like a lost lease once it has run this long, and exit 124");
   run_app->add_option("--metrics-file", run.metrics_file,
                       "write Prometheus metrics to PATH (atomically) when the lease is taken and "
                       "at the end");
@@ -190,6 +192,8 @@ int main(int argc, char** argv) {
         run.ttl = cli::require_duration("--ttl", ttl.text);
       if (kill_after.given())
         run.kill_after = cli::require_duration("--kill-after", kill_after.text);
+      if (max_time.given())
+        run.max_time = cli::require_duration("--max-time", max_time.text);
       return cli::run(globals, run);
     }
     if (cron_app->parsed()) {

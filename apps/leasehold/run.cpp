@@ -107,7 +107,7 @@ std::optional<LeaseGuard> try_once(const Globals& globals, const RunOptions& opt
     const auto acquire = permits->try_acquire(options.name);
     try {
       if (auto token = redis.process(acquire))
-        return LeaseGuard(redis, std::move(*token));
+        return LeaseGuard(redis, std::move(*token), options.max_time);
       return std::nullopt;
     } catch (const Error& e) {
       if (outcome_unknown(e.code())) {
@@ -125,10 +125,10 @@ std::optional<LeaseGuard> try_once(const Globals& globals, const RunOptions& opt
   try {
     if (options.shared) {
       if (auto token = redis.process(read))
-        return LeaseGuard(redis, std::move(*token));
+        return LeaseGuard(redis, std::move(*token), options.max_time);
     } else {
       if (auto token = redis.process(write))
-        return LeaseGuard(redis, std::move(*token));
+        return LeaseGuard(redis, std::move(*token), options.max_time);
     }
     return std::nullopt;
   } catch (const Error& e) {
@@ -175,13 +175,13 @@ std::optional<LeaseGuard> wait_in_turn(const Globals& globals, const RunOptions&
     std::optional<LeaseGuard> lease;
     if (permits) {
       if (auto token = acquire_until(redis, *permits, options.name, deadline, {}, stop.get_token()))
-        lease.emplace(redis, std::move(*token));
+        lease.emplace(redis, std::move(*token), options.max_time);
     } else if (options.shared) {
       if (auto token = read_until(redis, lock, options.name, deadline, {}, stop.get_token()))
-        lease.emplace(redis, std::move(*token));
+        lease.emplace(redis, std::move(*token), options.max_time);
     } else {
       if (auto token = write_until(redis, lock, options.name, deadline, {}, stop.get_token()))
-        lease.emplace(redis, std::move(*token));
+        lease.emplace(redis, std::move(*token), options.max_time);
     }
     end_signals();
     return lease;
@@ -292,6 +292,21 @@ CommandEnd watch_command(const Child& child, const KeepAlive& keep_alive,
   return end;
 }
 
+// What became of the command when its lease ended under it.
+std::string command_fate(const CommandEnd& end) {
+  if (!end.terminated_at || end.ended_first)
+    return "the command ended on its own (exit " + std::to_string(exit_code_of(end.status)) +
+           ") as it was noticed" + (end.killed ? "; what it left running was killed" : "");
+  return end.killed ? "the command was killed" : "the command was terminated";
+}
+
+void report_out_of_reach(const CommandEnd& end) {
+  if (end.out_of_reach)
+    warn(
+        "some processes of the command's group could not be signalled (not permitted) and may "
+        "still run");
+}
+
 }  // namespace
 
 int run(const Globals& globals, const RunOptions& options) {
@@ -301,6 +316,8 @@ int run(const Globals& globals, const RunOptions& options) {
     throw UsageError{"run: no COMMAND given (leasehold run NAME -- COMMAND ...)"};
   if (options.ttl < milliseconds(10))
     throw UsageError{"--ttl: must be at least 10ms"};
+  if (options.max_time < milliseconds::zero())
+    throw UsageError{"--max-time: must not be negative"};
   set_holder_label(command_label(options.command));      // who holds it, for status and list
   block_forwarded_signals();                             // before the client starts its thread
   const MetricsFile metrics_file(options.metrics_file);  // written at every return below
@@ -347,22 +364,20 @@ int run(const Globals& globals, const RunOptions& options) {
   // stand in Redis, and it then keeps others out while the group stops (releasing a lease that
   // is no longer ours removes nothing).
   release();
+  if (keep_alive.lost() && keep_alive.cause() == errc::hold_budget_exceeded) {
+    warn("'" + options.name + "': the command ran past --max-time " +
+         format_duration(options.max_time) + "; " + command_fate(end) +
+         " (the lease is given back)");
+    report_out_of_reach(end);
+    return kExitTimedOut;
+  }
   if (keep_alive.lost()) {
     const std::error_code loss_cause = keep_alive.cause();
-    const std::string fate =
-        !end.terminated_at || end.ended_first
-            ? "the command ended on its own (exit " + std::to_string(exit_code_of(end.status)) +
-                  ") as it was noticed" + (end.killed ? "; what it left running was killed" : "")
-        : end.killed ? "the command was killed"
-                     : "the command was terminated";
     warn("lost the lease on '" + options.name + "' (" +
          (loss_cause ? "could not extend it: " + loss_cause.message()
                      : std::string("it expired or was taken over")) +
-         "); " + fate);
-    if (end.out_of_reach)
-      warn(
-          "some processes of the command's group could not be signalled (not permitted) and "
-          "may still run");
+         "); " + command_fate(end));
+    report_out_of_reach(end);
     return kExitLeaseLost;
   }
   return exit_code_of(end.status);

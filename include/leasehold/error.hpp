@@ -51,6 +51,9 @@ enum class errc {
   // The TLS handshake failed (an untrusted or misnamed certificate, a server without TLS, a
   // client certificate the server refused): fatal, like a refused password.
   tls_failed,
+  // A lease held for its whole hold budget (max_hold): its extensions stopped, and the work was
+  // asked to stop. The cause of a loss, as lease_lost is its outcome.
+  hold_budget_exceeded,
 };
 
 const std::error_category& category() noexcept;

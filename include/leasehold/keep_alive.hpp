@@ -9,7 +9,9 @@
 //
 // The first extension is due a third of the TTL after the lease's last grant (counted from the
 // token's deadline, so a token kept a while before its keep-alive starts is extended at once).
-// `false` from an extension means lost, at once. A Redis error during an extension means
+// With a hold budget (max_hold), the lease is reported lost when the budget is spent, whatever
+// Redis says, with the cause errc::hold_budget_exceeded. `false` from an extension means lost,
+// at once. A Redis error during an extension means
 // "uncertain": it retries until the token's deadline, and only then reports the lease lost, with
 // that error as the cause. A client that is closed or refused (AUTH, SELECT) will never answer
 // again: that is a loss at once, with its error as the cause. Everything runs as timers on the
@@ -19,6 +21,7 @@
 // (lease_guard.hpp) pairs it with the release.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <stop_token>
 #include <system_error>
@@ -44,6 +47,12 @@ class KeepAlive {
   // moved or destroyed meanwhile. `client` must outlive the keep-alive.
   template <class L, class Side>
   KeepAlive(Client& client, const BasicToken<L, Side>& token) : KeepAlive(client, token.state()) {}
+  // The same with a hold budget: `max_hold` after this start the extensions stop and the lease is
+  // reported lost with the cause errc::hold_budget_exceeded (its stop token requested then), so
+  // that work that hangs cannot keep a lock for ever. Zero: no budget.
+  template <class L, class Side>
+  KeepAlive(Client& client, const BasicToken<L, Side>& token, std::chrono::milliseconds max_hold)
+      : KeepAlive(client, token.state(), max_hold) {}
 
   // Stops it (see stop()).
   ~KeepAlive();
@@ -71,7 +80,8 @@ class KeepAlive {
 
  private:
   friend class LeaseGuard;
-  KeepAlive(Client& client, std::shared_ptr<detail::LeaseState> lease);
+  KeepAlive(Client& client, std::shared_ptr<detail::LeaseState> lease,
+            std::chrono::milliseconds max_hold = std::chrono::milliseconds::zero());
 
   std::shared_ptr<detail::KeepAliveState> state_;
 };

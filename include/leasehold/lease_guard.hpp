@@ -47,6 +47,14 @@ class LeaseGuard {
   // lease is released at once (without waiting) and the guard holds nothing.
   template <class L, class Side>
   LeaseGuard(Locker& locker, BasicToken<L, Side> token) : LeaseGuard(locker, token.state()) {}
+  // Either, with a hold budget (keep_alive.hpp): lost with errc::hold_budget_exceeded once held
+  // for `max_hold` (zero: no budget).
+  template <class L, class Side>
+  LeaseGuard(Client& client, BasicToken<L, Side> token, std::chrono::milliseconds max_hold)
+      : LeaseGuard(client, token.state(), max_hold) {}
+  template <class L, class Side>
+  LeaseGuard(Locker& locker, BasicToken<L, Side> token, std::chrono::milliseconds max_hold)
+      : LeaseGuard(locker, token.state(), max_hold) {}
 
   // release()s a lease still held; never throws.
   ~LeaseGuard();
@@ -90,9 +98,11 @@ class LeaseGuard {
   asio::awaitable<void> async_release();
 
  private:
-  LeaseGuard(Client& client, std::shared_ptr<detail::LeaseState> lease);
-  LeaseGuard(Locker& locker, std::shared_ptr<detail::LeaseState> lease);
-  void start(Client& client, Locker* locker);
+  LeaseGuard(Client& client, std::shared_ptr<detail::LeaseState> lease,
+             std::chrono::milliseconds max_hold = std::chrono::milliseconds::zero());
+  LeaseGuard(Locker& locker, std::shared_ptr<detail::LeaseState> lease,
+             std::chrono::milliseconds max_hold = std::chrono::milliseconds::zero());
+  void start(Client& client, Locker* locker, std::chrono::milliseconds max_hold);
   // Ends the holding; the lease to release, or null when there is nothing (left) to release.
   std::shared_ptr<detail::LeaseState> end_holding() noexcept;
 

@@ -68,7 +68,7 @@ class Metrics : public Observer {
   std::array<std::uint64_t, 4> acquires_{};    // by AcquireEvent::Outcome
   std::array<std::uint64_t, 2> releases_{};    // by ReleaseEvent::Outcome
   std::array<std::uint64_t, 3> extensions_{};  // by ExtensionEvent::Outcome
-  std::array<std::uint64_t, 3> losses_{};      // by LossEvent::Cause
+  std::array<std::uint64_t, 4> losses_{};      // by LossEvent::Cause
   std::uint64_t reconnects_ = 0;
   Histogram acquire_wait_;
   Histogram held_;

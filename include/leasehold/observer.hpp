@@ -69,6 +69,7 @@ struct LossEvent {
     expired_or_taken_over,  // an extension found the key gone or another holder's
     unreachable,            // Redis did not answer before the lease's deadline
     closed,                 // the client closed, or Redis refused it (AUTH, ACL)
+    hold_budget,            // held for its whole max_hold: extensions stopped
   };
   std::string_view key;
   Cause cause;

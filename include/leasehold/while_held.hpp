@@ -108,13 +108,21 @@ using while_held_result_t = std::invoke_result_t<Work&, std::stop_token>;
 template <class L, class Side, class Work>
 requires std::invocable<Work&, std::stop_token> Held<detail::while_held_result_t<Work>> while_held(
     Client& client, const BasicToken<L, Side>& token, Work&& work);
+// The same with a hold budget: once the lease was kept for `max_hold` it is no longer extended,
+// the stop token is requested, and the result is Held::lost(errc::hold_budget_exceeded). Zero:
+// no budget.
+template <class L, class Side, class Work>
+requires std::invocable<Work&, std::stop_token> Held<detail::while_held_result_t<Work>> while_held(
+    Client& client, const BasicToken<L, Side>& token, std::chrono::milliseconds max_hold,
+    Work&& work);
 
 // Runs the awaitable work while a KeepAlive extends the token's lease. When the lease is lost the
 // work is cancelled (at its next cancellable co_await) and, once it has settled, the result is
 // Held::lost(cause). An exception from the work (when the lease was not lost) is rethrown.
 template <class L, class Side, class R>
 asio::awaitable<Held<R>> async_while_held(Client& client, const BasicToken<L, Side>& token,
-                                          asio::awaitable<R> work);
+                                          asio::awaitable<R> work,
+                                          std::chrono::milliseconds max_hold = {});
 
 }  // namespace leasehold
 

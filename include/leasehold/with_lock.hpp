@@ -65,6 +65,10 @@ struct WithLockOptions {
   // release, so it may get the lock sooner than a retry every retry_delay would, never later.
   int retry_attempts = 10;
   std::chrono::milliseconds retry_delay{200};
+  // The hold budget (zero: none): held this long, the lease is no longer extended, the callback's
+  // stop token is requested, and the call throws LockLostError with the cause
+  // errc::hold_budget_exceeded once the callback returns. For work that may hang.
+  std::chrono::milliseconds max_hold{0};
 };
 
 class Locker;
@@ -301,6 +305,9 @@ class Locker {
 struct MutexOptions {
   std::chrono::milliseconds ttl{30000};  // extended every ttl/3 while locked
   WaitOptions waiting{};                 // how lock() and try_lock_for() wait in turn
+  // The hold budget (zero: none): locked this long, the lease is no longer extended and lost()
+  // turns true, with cause() errc::hold_budget_exceeded.
+  std::chrono::milliseconds max_hold{0};
 };
 
 // A classic lock object on a with_lock key: lock(), try_lock(), try_lock_for(),
@@ -333,9 +340,13 @@ class Mutex {
   void unlock() noexcept;
 
   // True if the lease was lost while locked (it expired, was taken over, or Redis stayed
-  // unreachable until its deadline), or its deadline has passed while locked: the keep-alive may
-  // report the loss late. Stays true after unlock(), until the next lock.
+  // unreachable until its deadline, or its max_hold was spent), or its deadline has passed while
+  // locked: the keep-alive may report the loss late. Stays true after unlock(), until the next
+  // lock.
   bool lost() const;
+  // Why it was lost: errc::hold_budget_exceeded (max_hold), the Redis error of the last failed
+  // extension, or empty (it expired or was taken over; or it was not lost). Kept as lost() is.
+  std::error_code cause() const;
   const std::string& key() const noexcept { return key_; }
   // The fencing number of the held lease (a fencing Locker's); nothing when unlocked.
   std::optional<std::uint64_t> fence() const;
@@ -352,6 +363,7 @@ class Mutex {
   MutexOptions options_;
   LeaseGuard guard_;  // holds the lease while locked
   bool lost_at_unlock_ = false;
+  std::error_code cause_at_unlock_;
 };
 
 }  // namespace leasehold

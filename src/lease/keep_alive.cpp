@@ -23,13 +23,17 @@ void throw_lease_lost(std::error_code cause) {
 // stop() called, from any thread.
 class KeepAliveState : public std::enable_shared_from_this<KeepAliveState> {
  public:
-  KeepAliveState(Client& client, std::shared_ptr<LeaseState> lease)
+  KeepAliveState(Client& client, std::shared_ptr<LeaseState> lease,
+                 std::chrono::milliseconds max_hold)
       : client_(client),
         observer_(client.options().observer.get()),
         lease_(std::move(lease)),
         schedule_(lease_->ttl),
         tick_(client.get_executor()),
-        deadline_timer_(client.get_executor()) {}
+        deadline_timer_(client.get_executor()),
+        budget_timer_(client.get_executor()),
+        hold_until_(max_hold > std::chrono::milliseconds::zero() ? Clock::now() + max_hold
+                                                                 : Clock::time_point::max()) {}
 
   void start() {
     asio::post(tick_.get_executor(), [self = shared_from_this()] { self->begin(); });
@@ -46,6 +50,7 @@ class KeepAliveState : public std::enable_shared_from_this<KeepAliveState> {
       asio::post(tick_.get_executor(), [self = shared_from_this()] {
         self->tick_.cancel();
         self->deadline_timer_.cancel();
+        self->budget_timer_.cancel();
       });
     } catch (...) {
       // The timers' handlers see ended_ and stop on their own.
@@ -72,6 +77,7 @@ class KeepAliveState : public std::enable_shared_from_this<KeepAliveState> {
   void begin() {
     if (ended())
       return;
+    arm_budget();
     arm_deadline();
     follow(schedule_.start(lease_->deadline()));
   }
@@ -88,6 +94,8 @@ class KeepAliveState : public std::enable_shared_from_this<KeepAliveState> {
   }
 
   void schedule_extend(Clock::time_point at) {
+    if (at >= hold_until_)
+      return;  // the budget ends first: no extension past it
     tick_.expires_at(at);
     tick_.async_wait([self = shared_from_this()](std::error_code ec) {
       if (!ec && !self->ended())
@@ -129,6 +137,18 @@ class KeepAliveState : public std::enable_shared_from_this<KeepAliveState> {
     });
   }
 
+  // The hold budget: when it is spent, the lease is given up as lost (it then runs out at its
+  // TTL, or is released by its holder).
+  void arm_budget() {
+    if (hold_until_ == Clock::time_point::max())
+      return;
+    budget_timer_.expires_at(hold_until_);
+    budget_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
+      if (!ec && !self->ended())
+        self->declare_lost(make_error_code(errc::hold_budget_exceeded));
+    });
+  }
+
   void declare_lost(std::error_code cause) {
     {
       std::lock_guard lock(mutex_);
@@ -140,12 +160,14 @@ class KeepAliveState : public std::enable_shared_from_this<KeepAliveState> {
     }
     tick_.cancel();
     deadline_timer_.cancel();
+    budget_timer_.cancel();
     using Cause = LossEvent::Cause;
     tell(observer_, &Observer::on_loss,
          LossEvent{lease_->key,
-                   !cause                          ? Cause::expired_or_taken_over
-                   : cause == condition::transient ? Cause::unreachable
-                                                   : Cause::closed,
+                   !cause                                ? Cause::expired_or_taken_over
+                   : cause == errc::hold_budget_exceeded ? Cause::hold_budget
+                   : cause == condition::transient       ? Cause::unreachable
+                                                         : Cause::closed,
                    cause});
     // Outside the mutex: the stop callbacks run here and may read lost() and cause().
     loss_.request_stop();
@@ -157,6 +179,8 @@ class KeepAliveState : public std::enable_shared_from_this<KeepAliveState> {
   KeepAliveSchedule schedule_;  // on the client's executor
   Timer tick_;
   Timer deadline_timer_;
+  Timer budget_timer_;
+  const Clock::time_point hold_until_;  // max(): no hold budget
   std::stop_source loss_;
   mutable std::mutex mutex_;
   bool ended_ = false;  // stopped or lost: nothing more happens
@@ -166,8 +190,9 @@ class KeepAliveState : public std::enable_shared_from_this<KeepAliveState> {
 
 }  // namespace detail
 
-KeepAlive::KeepAlive(Client& client, std::shared_ptr<detail::LeaseState> lease)
-    : state_(std::make_shared<detail::KeepAliveState>(client, std::move(lease))) {
+KeepAlive::KeepAlive(Client& client, std::shared_ptr<detail::LeaseState> lease,
+                     std::chrono::milliseconds max_hold)
+    : state_(std::make_shared<detail::KeepAliveState>(client, std::move(lease), max_hold)) {
   state_->start();
 }
 

@@ -78,20 +78,22 @@ asio::awaitable<void> await_release(PendingRelease pending) {
 
 }  // namespace
 
-LeaseGuard::LeaseGuard(Client& client, std::shared_ptr<detail::LeaseState> lease)
+LeaseGuard::LeaseGuard(Client& client, std::shared_ptr<detail::LeaseState> lease,
+                       std::chrono::milliseconds max_hold)
     : client_(&client), lease_(std::move(lease)) {
-  start(client, nullptr);
+  start(client, nullptr, max_hold);
 }
 
-LeaseGuard::LeaseGuard(Locker& locker, std::shared_ptr<detail::LeaseState> lease)
+LeaseGuard::LeaseGuard(Locker& locker, std::shared_ptr<detail::LeaseState> lease,
+                       std::chrono::milliseconds max_hold)
     : client_(&locker.client()), lease_(std::move(lease)) {
-  start(locker.client(), &locker);
+  start(locker.client(), &locker, max_hold);
 }
 
-void LeaseGuard::start(Client& client, Locker* locker) {
+void LeaseGuard::start(Client& client, Locker* locker, std::chrono::milliseconds max_hold) {
   state_ = std::make_shared<detail::GuardState>();
   // Kept alive first: a shutdown may revoke the guard as soon as it is registered.
-  state_->keep_alive = KeepAlive(client, lease_);
+  state_->keep_alive = KeepAlive(client, lease_, max_hold);
   state_->forward_loss.emplace(state_->keep_alive.stop_token(),
                                detail::GuardState::RequestStop{&state_->stop});
   if (locker == nullptr)

@@ -76,8 +76,8 @@ constexpr std::array<std::string_view, 4> kAcquireOutcomes{"acquired", "busy", "
                                                            "cancelled"};
 constexpr std::array<std::string_view, 2> kReleaseOutcomes{"released", "lost"};
 constexpr std::array<std::string_view, 3> kExtensionOutcomes{"extended", "refused", "failed"};
-constexpr std::array<std::string_view, 3> kLossCauses{"expired_or_taken_over", "unreachable",
-                                                      "closed"};
+constexpr std::array<std::string_view, 4> kLossCauses{"expired_or_taken_over", "unreachable",
+                                                      "closed", "hold_budget"};
 constexpr std::array<std::string_view, 3> kCronOutcomes{"ran", "skipped", "failed"};
 
 }  // namespace

@@ -48,6 +48,10 @@ void throw_if_lock_lost(std::string_view name, const LockEnding& ending) {
   if (!ending.lost)
     throw LockLostError({}, "the locker shut down while the callback ran");
   const std::string lease = "the lease on '" + std::string(name) + "'";
+  if (ending.cause == errc::hold_budget_exceeded)
+    throw LockLostError(ending.cause, lease +
+                                          " was held for its whole max_hold: it was no longer "
+                                          "extended, and the callback was asked to stop");
   throw LockLostError(ending.cause,
                       ending.cause ? lease + " could not be extended: " + ending.cause.message()
                                    : lease + " expired or was taken over");
@@ -113,6 +117,9 @@ void Locker::validate(std::string_view name, const WithLockOptions& options) {
                 "retry_attempts must be >= 0, or WithLockOptions::forever");
   if (options.retry_delay < std::chrono::milliseconds::zero())
     throw Error(make_error_code(errc::invalid_argument), "retry_delay must not be negative");
+  if (options.max_hold < std::chrono::milliseconds::zero())
+    throw Error(make_error_code(errc::invalid_argument),
+                "max_hold must not be negative (zero: no hold budget)");
 }
 
 detail::TurnWait Locker::turn_wait(std::string_view name, std::chrono::milliseconds ttl,
@@ -363,7 +370,10 @@ asio::awaitable<LockToken<detail::WithLockTag>> Locker::async_acquire(std::strin
 
 Mutex::Mutex(Locker& locker, std::string name, MutexOptions options)
     : locker_(locker), name_(std::move(name)), key_(locker.key(name_)), options_(options) {
-  Locker::validate(name_, WithLockOptions{options.ttl, 0, std::chrono::milliseconds(0)});
+  Locker::validate(name_, WithLockOptions{.ttl = options.ttl,
+                                          .retry_attempts = 0,
+                                          .retry_delay = std::chrono::milliseconds(0),
+                                          .max_hold = options.max_hold});
   detail::validate(options.waiting);
 }
 
@@ -372,11 +382,12 @@ Mutex::~Mutex() {
 }
 
 void Mutex::hold(LockToken<detail::WithLockTag> token) {
-  LeaseGuard guard(locker_, std::move(token));
+  LeaseGuard guard(locker_, std::move(token), options_.max_hold);
   if (!guard)  // shut down while acquiring: given back already
     throw Error(make_error_code(errc::closed), "the locker was shut down");
   guard_ = std::move(guard);
   lost_at_unlock_ = false;
+  cause_at_unlock_ = {};
 }
 
 bool Mutex::attempt() {
@@ -431,6 +442,7 @@ void Mutex::unlock() noexcept {
   guard_.release();
   // Lost, revoked, or held past the deadline: lost(), even if the keep-alive never said so.
   lost_at_unlock_ = !guard_.held(unlocked_at);
+  cause_at_unlock_ = guard_.keep_alive().cause();
   guard_ = LeaseGuard();
 }
 
@@ -438,6 +450,10 @@ bool Mutex::lost() const {
   // The keep-alive's report may come late (it runs on the client's I/O thread): held() reads the
   // clock too, as with_lock does when its callback returns.
   return guard_ ? !guard_.held() : lost_at_unlock_;
+}
+
+std::error_code Mutex::cause() const {
+  return guard_ ? guard_.keep_alive().cause() : cause_at_unlock_;
 }
 
 std::optional<std::uint64_t> Mutex::fence() const {

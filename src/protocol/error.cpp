@@ -70,6 +70,9 @@ class Category final : public std::error_category {
       case errc::tls_failed:
         return "The TLS handshake with Redis failed; check the CA file, the server's certificate "
                "and name, and the client certificate the server may require.";
+      case errc::hold_budget_exceeded:
+        return "The lease was held for its whole hold budget (max_hold): it is no longer "
+               "extended, and the work was asked to stop.";
       case errc::lease_lost:
         return "The lease was lost while the work ran: it expired or was taken over, or it "
                "could not be extended before its deadline.";

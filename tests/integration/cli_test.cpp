@@ -653,6 +653,29 @@ TEST_F(CliTest, StatusNamesTheHoldersHostPidAndCommand) {
   holder.wait();
 }
 
+// --max-time: a command that runs past it is ended like one whose lease was lost (SIGTERM, then
+// SIGKILL after --kill-after) and leasehold exits 124, as timeout(1) does; the lease is given back.
+TEST_F(CliTest, MaxTimeEndsTheCommandAndExits124) {
+  auto run = cli({"run", "--max-time", "300ms", name_, "--", "sleep", "10"});
+  EXPECT_EQ(run.wait(), 124) << run.err();
+  EXPECT_GE(run.took(), 300ms);
+  EXPECT_LT(run.took(), 4s) << "sleep ends at SIGTERM";
+  EXPECT_NE(run.err().find("--max-time"), std::string::npos) << run.err();
+  EXPECT_FALSE(exists(writer_key()));
+
+  auto stubborn = cli({"run", "--max-time", "300ms", "--kill-after", "300ms", name_, "--", "sh",
+                       "-c", "trap '' TERM; sleep 10"});
+  EXPECT_EQ(stubborn.wait(), 124) << stubborn.err();
+  EXPECT_GE(stubborn.took(), 600ms);
+  EXPECT_LT(stubborn.took(), 5s) << "SIGKILL after --kill-after";
+  EXPECT_NE(stubborn.err().find("killed"), std::string::npos) << stubborn.err();
+
+  auto quick = cli({"run", "--max-time", "5s", name_, "--", "true"});
+  EXPECT_EQ(quick.wait(), 0) << "a command that ends in time is not touched";
+  auto negative = cli({"run", "--max-time", "-1s", name_, "--", "true"});
+  EXPECT_EQ(negative.wait(), 64);
+}
+
 // Permits in status, list and release --force; a queue of waiters is not listed as a lease.
 TEST_F(CliTest, StatusAndListShowPermitsAndNotTheQueues) {
   auto permit = cli({"--prefix", "ops", "run", "--limit", "2", name_, "--", "sleep", "10"});

@@ -40,7 +40,8 @@ class RecordingObserver : public Observer {
            e.time_left);
   }
   void on_loss(const LossEvent& e) override {
-    static constexpr const char* kCauses[] = {"expired_or_taken_over", "unreachable", "closed"};
+    static constexpr const char* kCauses[] = {"expired_or_taken_over", "unreachable", "closed",
+                                              "hold_budget"};
     record("loss " + std::string(e.key) + " " + kCauses[static_cast<int>(e.cause)], {});
   }
   void on_cron_tick(const CronTickEvent& e) override {

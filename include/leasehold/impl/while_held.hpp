@@ -29,8 +29,15 @@ inline LossAtSettle loss_at_settle(const KeepAlive& keep_alive, Clock::time_poin
 template <class L, class Side, class Work>
 requires std::invocable<Work&, std::stop_token> Held<detail::while_held_result_t<Work>> while_held(
     Client& client, const BasicToken<L, Side>& token, Work&& work) {
+  return while_held(client, token, std::chrono::milliseconds::zero(), std::forward<Work>(work));
+}
+
+template <class L, class Side, class Work>
+requires std::invocable<Work&, std::stop_token> Held<detail::while_held_result_t<Work>> while_held(
+    Client& client, const BasicToken<L, Side>& token, std::chrono::milliseconds max_hold,
+    Work&& work) {
   using R = detail::while_held_result_t<Work>;
-  KeepAlive keep_alive(client, token);
+  KeepAlive keep_alive(client, token, max_hold);
   // Lost if the keep-alive said so, or if the work ended after the lease's deadline.
   if constexpr (std::is_void_v<R>) {
     work(keep_alive.stop_token());
@@ -54,8 +61,9 @@ requires std::invocable<Work&, std::stop_token> Held<detail::while_held_result_t
 
 template <class L, class Side, class R>
 asio::awaitable<Held<R>> async_while_held(Client& client, const BasicToken<L, Side>& token,
-                                          asio::awaitable<R> work) {
-  KeepAlive keep_alive(client, token);
+                                          asio::awaitable<R> work,
+                                          std::chrono::milliseconds max_hold) {
+  KeepAlive keep_alive(client, token, max_hold);
   // Written on the race's strand when the work settles, read once the race has ended.
   auto loss = std::make_shared<detail::LossAtSettle>();
   // Named, not written inside the co_await: GCC 12 destroys the captures of a lambda written

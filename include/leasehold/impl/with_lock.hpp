@@ -40,7 +40,7 @@ detail::sync_callback_result_t<F> Locker::with_lock(std::string_view name, F&& c
     return after_shutdown();
   // Kept alive and registered; its stop token is requested when the lease is lost or the locker
   // shuts down.
-  LeaseGuard guard(*this, std::move(*token));
+  LeaseGuard guard(*this, std::move(*token), options.max_hold);
   if (!guard)  // shut down while acquiring: the callback never runs
     return after_shutdown();
 
@@ -78,8 +78,9 @@ struct AsyncLockCall {
     void operator()() const noexcept { *held = false; }
   };
 
-  AsyncLockCall(Locker& locker, LockToken<WithLockTag> token)
-      : guard(locker, std::move(token)), clear_at_stop(guard.stop_token(), ClearHeld{held}) {}
+  AsyncLockCall(Locker& locker, LockToken<WithLockTag> token, std::chrono::milliseconds max_hold)
+      : guard(locker, std::move(token), max_hold),
+        clear_at_stop(guard.stop_token(), ClearHeld{held}) {}
 
   // Settled: stop vouching and judge. A caller that awaits this settling releases the lease and
   // waits for the reply; with no one left to wait, the release is sent at once.
@@ -148,7 +149,7 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
 
   LockToken<detail::WithLockTag> token = co_await async_acquire(name, options);
   const std::shared_ptr<const detail::LeaseState> lease = token.state();
-  auto call = std::make_shared<detail::AsyncLockCall>(*this, std::move(token));
+  auto call = std::make_shared<detail::AsyncLockCall>(*this, std::move(token), options.max_hold);
   if (!call->guard)  // shut down while acquiring: the callback never runs
     co_await stay_pending();
   LockContext inner(std::make_shared<const LockContext::Node>(
