@@ -78,12 +78,13 @@ constexpr Kinds kKinds[] = {
     {.code = errc::cross_slot, .usage = true},
     {.code = errc::not_replicated},
     {.code = errc::tls_failed, .fatal = true},
+    {.code = errc::hold_budget_exceeded},
 };
 
 TEST(ErrorConditions, EveryCodeIsOfTheConditionsItsKindCallsFor) {
-  // Every code is listed, in errc's order. A code added after tls_failed has a sentence, and
-  // then this fails until the code is listed here too.
-  ASSERT_EQ(std::size(kKinds), static_cast<std::size_t>(errc::tls_failed));
+  // Every code is listed, in errc's order. A code added after hold_budget_exceeded has a
+  // sentence, and then this fails until the code is listed here too.
+  ASSERT_EQ(std::size(kKinds), static_cast<std::size_t>(errc::hold_budget_exceeded));
   EXPECT_EQ(std::error_code(static_cast<int>(std::size(kKinds)) + 1, category()).message(),
             "Unknown leasehold error.");
   for (std::size_t i = 0; i < std::size(kKinds); ++i) {
@@ -105,7 +106,7 @@ TEST(ErrorConditions, OnlyLeaseholdCodesAreOfAny) {
     EXPECT_NE(std::make_error_code(std::errc::timed_out), kind);
     EXPECT_NE(std::make_error_code(std::errc::connection_refused), kind);
     // The same numbers in another category are other errors.
-    for (int value = 1; value <= static_cast<int>(errc::tls_failed); ++value)
+    for (int value = 1; value <= static_cast<int>(errc::hold_budget_exceeded); ++value)
       EXPECT_NE(std::error_code(value, std::generic_category()), kind) << value;
   }
 }
