@@ -1,8 +1,8 @@
 // leasehold doctor: whether a Redis server (or a cluster) is fit for leases, and what to change.
 // Each check gives one finding (ok, warning or problem) in one line with what to do; a check
-// that the server refuses is a finding too, never a failure of doctor itself.
+// that the server refuses is a finding too, never a failure of doctor itself. The permission
+// checks are in doctor_permissions.cpp.
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -16,35 +16,13 @@
 #include <thread>
 
 #include "cli.hpp"
+#include "doctor.hpp"
 
 namespace leasehold::cli {
+namespace doctor_detail {
 namespace {
 
-using std::chrono::microseconds;
-using std::chrono::milliseconds;
-
-enum class Level { ok, warning, problem };
-
-std::string_view level_name(Level level) {
-  switch (level) {
-    case Level::ok:
-      return "ok";
-    case Level::warning:
-      return "warning";
-    case Level::problem:
-      return "problem";
-  }
-  return "problem";
-}
-
-struct Finding {
-  std::string check;  // a stable name: "version", "maxmemory-policy", "locks", ...
-  Level level = Level::ok;
-  std::string message;  // the line to print; it names the check in its own words
-};
-
-// A raw command whose error reply is a value, not an exception: doctor judges refusals itself.
-// Failing to reach Redis still throws (and exits 69).
+// ask()'s query: every reply, an error reply too, is its result.
 class Ask {
  public:
   using result_type = Reply;
@@ -57,12 +35,43 @@ class Ask {
   Request request_;
 };
 
+}  // namespace
+
 Reply ask(Client& client, const std::vector<std::string>& args) {
   return client.process(Ask(args));
 }
 
 bool is_noperm(const Reply& reply) {
   return reply.is_error() && reply.str.starts_with("NOPERM");
+}
+
+std::string quoted(const std::string& user) {
+  return "'" + user + "'";
+}
+
+std::string first_sentence(const std::string& text) {
+  const auto stop = text.find(". ");
+  std::string sentence = text.substr(0, stop);
+  if (!sentence.empty() && sentence.back() == '.')
+    sentence.pop_back();
+  return sentence;
+}
+
+namespace {
+
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+
+std::string_view level_name(Level level) {
+  switch (level) {
+    case Level::ok:
+      return "ok";
+    case Level::warning:
+      return "warning";
+    case Level::problem:
+      return "problem";
+  }
+  return "problem";
 }
 
 // "key:value" lines of INFO or CLUSTER INFO; section headers and blank lines skipped.
@@ -87,19 +96,6 @@ struct ServerFacts {
   std::string info_refusal;                 // why INFO gave nothing
 };
 
-std::string quoted(const std::string& user) {
-  return "'" + user + "'";
-}
-
-// A server's error up to its first full stop: one line stays short.
-std::string first_sentence(const std::string& text) {
-  const auto stop = text.find(". ");
-  std::string sentence = text.substr(0, stop);
-  if (!sentence.empty() && sentence.back() == '.')
-    sentence.pop_back();
-  return sentence;
-}
-
 // Why a command gave no answer: "INFO is not permitted to user 'app'" or its error.
 std::string refusal(const std::string& command, const Reply& reply, const std::string& user) {
   if (is_noperm(reply))
@@ -107,13 +103,16 @@ std::string refusal(const std::string& command, const Reply& reply, const std::s
   return command + " failed: " + first_sentence(reply.str);
 }
 
+// The user the URL logs in as, for when the server does not say (ACL WHOAMI refused): a password
+// alone logs in as the default user.
+std::string url_user(const RedisUrl& url) {
+  return url.user.empty() ? std::string("default") : url.user;
+}
+
 ServerFacts read_facts(Client& client, const RedisUrl& url) {
   ServerFacts facts;
   const Reply whoami = ask(client, {"ACL", "WHOAMI"});
-  // A user without ACL WHOAMI is the URL's (a password alone logs in as the default user).
-  facts.user = !whoami.is_error() ? whoami.str
-               : url.user.empty() ? std::string("default")
-                                  : url.user;
+  facts.user = whoami.is_error() ? url_user(url) : whoami.str;
   const Reply info = ask(client, {"INFO"});
   if (info.is_error())
     facts.info_refusal = refusal("INFO", info, facts.user);
@@ -347,226 +346,6 @@ Finding round_trip_finding(Client& client, const ServerFacts& facts) {
   }
   return {"round-trip", Level::ok, measured};
 }
-
-// ---- Permissions: each command leasehold sends, tried in a harmless form on a scratch key ----
-
-enum class Feature { locks, waiting, notifications };
-
-enum class Verdict { allowed, refused, unsupported, failed, unchecked };
-
-struct ProbeResult {
-  Feature feature;
-  std::string command;
-  Verdict verdict = Verdict::allowed;
-  std::string detail;  // the server's error
-};
-
-// The SHA1 of "return 1", the script EVAL loads: EVALSHA of it runs the same script.
-constexpr const char* kReturnOneSha = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db";
-
-struct Probe {
-  Feature feature;
-  std::vector<std::string> args;
-};
-
-// In order: SET creates the scratch key (with a TTL, so that it goes away even if DEL is
-// refused), the others leave it as it is (ZADD XX never adds; INCR and the sorted-set commands
-// meet a string and fail past the ACL check), DEL removes it last.
-std::vector<Probe> probes_on(const std::string& key) {
-  return {{Feature::locks, {"SET", key, "leasehold-doctor", "NX", "PX", "10000", "GET"}},
-          {Feature::locks, {"GET", key}},
-          {Feature::waiting, {"EXISTS", key}},
-          {Feature::waiting, {"PTTL", key}},
-          {Feature::locks, {"PEXPIRE", key, "10000"}},
-          {Feature::waiting, {"INCR", key}},
-          {Feature::waiting, {"ZADD", key, "XX", "0", "m"}},
-          {Feature::waiting, {"ZREM", key, "m"}},
-          {Feature::waiting, {"ZRANGE", key, "0", "-1"}},
-          {Feature::waiting, {"ZRANGEBYSCORE", key, "-inf", "+inf"}},
-          {Feature::waiting, {"ZREMRANGEBYSCORE", key, "1", "0"}},
-          {Feature::waiting, {"ZSCORE", key, "m"}},
-          {Feature::waiting, {"ZRANK", key, "m"}},
-          {Feature::locks, {"EVAL", "return 1", "1", key}},
-          {Feature::locks, {"EVALSHA", kReturnOneSha, "1", key}},
-          {Feature::waiting, {"TIME"}},
-          {Feature::notifications, {"SPUBLISH", key, "leasehold-doctor"}},
-          {Feature::locks, {"DEL", key}}};
-}
-
-ProbeResult judge_probe(Feature feature, const std::string& command, const Reply& reply) {
-  ProbeResult result{feature, command, Verdict::allowed, reply.str};
-  if (!reply.is_error())
-    return result;
-  const std::string& error = reply.str;
-  auto says = [&](std::string_view words) { return error.find(words) != std::string::npos; };
-  if (is_noperm(reply))
-    result.verdict = Verdict::refused;
-  else if (says("unknown command") || says("syntax error") || says("wrong number of arguments"))
-    result.verdict = Verdict::unsupported;
-  // Errors of the command itself: it got past the ACL.
-  else if (!error.starts_with("WRONGTYPE") && !error.starts_with("NOSCRIPT") &&
-           !says("not an integer"))
-    result.verdict = Verdict::failed;
-  return result;
-}
-
-// SSUBSCRIBE turns a connection into a subscriber's: it is tried on a connection of its own,
-// whose end ends the subscription.
-std::vector<ProbeResult> probe_subscribe(const RedisUrl& url, ClientOptions options,
-                                         const std::string& channel) {
-  options.warn_on_eviction_policy = false;
-  Client subscriber(url, options);
-  std::vector<ProbeResult> results;
-  for (const char* command : {"SSUBSCRIBE", "SUNSUBSCRIBE"})
-    results.push_back(
-        judge_probe(Feature::notifications, command, ask(subscriber, {command, channel})));
-  return results;
-}
-
-std::vector<ProbeResult> run_probes(Client& client, const std::string& key) {
-  std::vector<ProbeResult> results;
-  bool created = false;
-  for (const Probe& probe : probes_on(key)) {
-    const std::string& command = probe.args[0];
-    // INCR would create a key that SET did not: it is tried only on the scratch string.
-    if (command == "INCR" && !created) {
-      results.push_back({probe.feature, command, Verdict::unchecked, "SET made no scratch key"});
-      continue;
-    }
-    const Reply reply = ask(client, probe.args);
-    if (command == "SET")
-      created = reply.is_nil();
-    results.push_back(judge_probe(probe.feature, command, reply));
-  }
-  return results;
-}
-
-struct FeatureTraits {
-  std::string check;
-  Level level_if_missing;
-  std::string consequence;
-};
-
-FeatureTraits traits_of(Feature feature) {
-  switch (feature) {
-    case Feature::locks:
-      return {"locks", Level::problem, "leases cannot be taken, extended or released"};
-    case Feature::waiting:
-      return {"waiting", Level::problem,
-              "waiting in turn fails (leasehold run without -n, lock_for, with_lock)"};
-    case Feature::notifications:
-      return {"notifications", Level::warning,
-              "a waiter learns of a release at its next recheck instead of at once"};
-  }
-  return {"locks", Level::problem, ""};
-}
-
-std::string join(const std::vector<std::string>& items, const std::string& separator) {
-  std::string out;
-  for (const std::string& item : items)
-    out += (out.empty() ? "" : separator) + item;
-  return out;
-}
-
-// What the user lacks among `results`, and the ACL SETUSER grants that give it.
-struct Missing {
-  std::vector<std::string> parts;   // "user 'app' may not run EVAL, EVALSHA", ...
-  std::vector<std::string> grants;  // "+eval", "~leasehold:*", ...
-  bool only_unchecked = true;
-};
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
-
-Missing missing_of(const std::vector<ProbeResult>& results, const std::string& user,
-                   const std::string& prefix) {
-  Missing missing;
-  std::vector<std::string> refused, unsupported, unchecked;
-  std::vector<std::pair<std::string, std::vector<std::string>>> failures;  // by error
-  bool keys = false, channels = false;
-  for (const ProbeResult& result : results) {
-    if (result.verdict == Verdict::refused) {
-      // NOPERM names a command, or says "keys" or "channels" (Redis 7.0 and later phrasings).
-      const bool command = result.detail.find("command") != std::string::npos;
-      const bool channel = result.detail.find("channel") != std::string::npos;
-      if (command) {
-        refused.push_back(result.command);
-        missing.grants.push_back("+" + lower(result.command));
-      }
-      keys = keys || (!command && !channel);
-      channels = channels || (!command && channel);
-    } else if (result.verdict == Verdict::unsupported) {
-      unsupported.push_back(result.command);
-    } else if (result.verdict == Verdict::failed) {
-      const std::string error = first_sentence(result.detail);
-      auto same = std::find_if(failures.begin(), failures.end(),
-                               [&](const auto& failure) { return failure.first == error; });
-      if (same == failures.end())
-        same = failures.insert(failures.end(), {error, {}});
-      same->second.push_back(result.command);
-    } else if (result.verdict == Verdict::unchecked) {
-      unchecked.push_back(result.command);
-    }
-  }
-  if (!refused.empty())
-    missing.parts.push_back("user " + quoted(user) + " may not run " + join(refused, ", "));
-  if (keys) {
-    missing.parts.push_back("user " + quoted(user) + " may not use the keys " + prefix + ":*");
-    missing.grants.push_back("~" + prefix + ":*");
-  }
-  if (channels) {
-    missing.parts.push_back("user " + quoted(user) + " may not use the channels " + prefix + ":*");
-    missing.grants.push_back("&" + prefix + ":*");
-  }
-  for (const auto& [error, commands] : failures)
-    missing.parts.push_back(join(commands, ", ") + " failed: " + error);
-  if (!unsupported.empty())
-    missing.parts.push_back("the server does not support " + join(unsupported, ", ") +
-                            " as leasehold sends it (Redis 7.0 or later does)");
-  missing.only_unchecked = missing.parts.empty();
-  if (!unchecked.empty())
-    missing.parts.push_back(join(unchecked, ", ") + " not checked (SET made no scratch key)");
-  return missing;
-}
-
-Finding feature_finding(Feature feature, const std::vector<ProbeResult>& all,
-                        const std::string& user, const std::string& prefix) {
-  const FeatureTraits traits = traits_of(feature);
-  std::vector<ProbeResult> results;
-  std::vector<std::string> commands;
-  for (const ProbeResult& result : all) {
-    if (result.feature == feature) {
-      results.push_back(result);
-      commands.push_back(result.command);
-    }
-  }
-  const Missing missing = missing_of(results, user, prefix);
-  if (missing.parts.empty()) {
-    return {traits.check, Level::ok,
-            traits.check + ": user " + quoted(user) + " may run " + join(commands, ", ")};
-  }
-  std::string message = traits.check + ": " + join(missing.parts, "; ") + ": " + traits.consequence;
-  if (!missing.grants.empty())
-    message += "; allow it: ACL SETUSER " + user + " " + join(missing.grants, " ");
-  return {traits.check, missing.only_unchecked ? Level::warning : traits.level_if_missing, message};
-}
-
-// The permission findings of one server, probed with `scratch` as key and channel name.
-std::vector<Finding> permission_findings(Client& client, const RedisUrl& url,
-                                         const ServerFacts& facts, const Globals& globals,
-                                         const std::string& scratch) {
-  std::vector<ProbeResult> results = run_probes(client, scratch);
-  for (ProbeResult& result : probe_subscribe(url, client.options(), scratch))
-    results.push_back(std::move(result));
-  std::vector<Finding> findings;
-  for (Feature feature : {Feature::locks, Feature::waiting, Feature::notifications})
-    findings.push_back(feature_finding(feature, results, facts.user, globals.prefix));
-  return findings;
-}
-
 // ---- Cluster ----
 
 struct SlotRange {
@@ -584,7 +363,7 @@ struct Master {
 std::optional<std::vector<Master>> cluster_masters(Client& redis, std::string& why) {
   const Reply slots = ask(redis, {"CLUSTER", "SLOTS"});
   if (slots.is_error()) {
-    why = refusal("CLUSTER SLOTS", slots, redis.url().user.empty() ? "default" : redis.url().user);
+    why = refusal("CLUSTER SLOTS", slots, url_user(redis.url()));
     return std::nullopt;
   }
   std::vector<Master> masters;
@@ -685,7 +464,7 @@ std::vector<Finding> check_server(const Globals& globals, const Target& target) 
     findings.push_back(not_probed("no scratch key under the prefix falls in this node's slots"));
   else
     for (Finding& finding :
-         permission_findings(target.client, target.url, facts, globals, *scratch))
+         permission_findings(target.client, target.url, facts.user, globals.prefix, *scratch))
       findings.push_back(std::move(finding));
   findings.push_back(wait_finding(target.client, facts));
   findings.push_back(eviction_finding(target.client, facts));
@@ -779,8 +558,10 @@ void print_findings(const std::string& server, const std::vector<Finding>& findi
 }
 
 }  // namespace
+}  // namespace doctor_detail
 
 int doctor(const Globals& globals, bool json) {
+  using namespace doctor_detail;
   // The client's own eviction warning would say what the maxmemory-policy finding says.
   set_log_handler([](LogLevel, std::string_view) {});
   Client redis = connect_or_exit(globals);

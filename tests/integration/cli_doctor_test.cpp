@@ -151,6 +151,28 @@ TEST_F(CliDoctorTest, AUserWithoutEvalIsAProblemThatNamesThePermissionToAdd) {
   EXPECT_FALSE(has_scratch_keys(*server_));
 }
 
+// Without SET there is no scratch string to try INCR on (it would create a key): INCR is left
+// untried, a warning that says what a refusal would mean, not that waiting fails.
+TEST_F(CliDoctorTest, ACommandLeftUntriedIsAWarningThatSaysItWasNotChecked) {
+  const std::string user = "doctor-noset-" + std::to_string(unique_number());
+  ASSERT_EQ(
+      server_->command({"ACL", "SETUSER", user, "on", ">secret", "~*", "&*", "+@all", "-set"}).str,
+      "OK");
+  const CliRun run =
+      doctor("redis://" + user + ":secret@127.0.0.1:" + std::to_string(server_->port()));
+  server_->command({"ACL", "DELUSER", user});
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  const auto problems = lines_at(run.out, "problem");
+  ASSERT_EQ(problems.size(), 1u) << run.out;
+  EXPECT_NE(problems[0].find("locks: user '" + user + "' may not run SET"), std::string::npos)
+      << problems[0];
+  EXPECT_NE(run.out.find("\nwarning  waiting: INCR not checked (SET made no scratch key): if "
+                         "refused, waiting in turn fails"),
+            std::string::npos)
+      << run.out;
+  EXPECT_FALSE(has_scratch_keys(*server_));
+}
+
 // The minimal ACL of docs/locks.md (with waiting) is enough for leases; what it may not read
 // (INFO, CONFIG) is a warning that says so, not a failure of doctor.
 TEST_F(CliDoctorTest, TheDocumentedMinimalAclIsUsableAndWhatItCannotReadIsAWarning) {
