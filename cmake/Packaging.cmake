@@ -66,7 +66,8 @@ find_program(LEASEHOLD_FILE file)
 if(LEASEHOLD_DPKG_SHLIBDEPS AND LEASEHOLD_FILE)
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 else()
-  set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6, libgcc-s1, libstdc++6, libhiredis0.14, libssl3")
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS
+      "libc6, libgcc-s1, libstdc++6, libhiredis0.14, libssl3, libncursesw6, libtinfo6")
 endif()
 # What a program built against the library with find_package(leasehold) needs as well.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libhiredis-dev, libssl-dev, libasio-dev, pkg-config")

@@ -156,6 +156,17 @@ int status(const Globals& globals, const std::vector<std::string>& names, bool j
 int list(const Globals& globals, const std::string& pattern, bool json);
 int release_force(const Globals& globals, const std::string& name);
 
+struct TopOptions {
+  std::string pattern;  // only names matching this glob; empty: all
+  std::chrono::milliseconds interval{1000};
+  std::string sort = "name";  // name, left or held
+  bool once = false;          // one plain-text table, no curses
+  bool json = false;          // one JSON array (implies once)
+};
+// Every lease under the prefix, one row each with its holder, time left, readers, waiters and
+// fencing number: a live view in the terminal (curses), or once as text or JSON.
+int top(const Globals& globals, const TopOptions& options);
+
 // Whether the Redis server (or cluster) of --redis is fit for leases: one finding per check (ok,
 // warning or problem) with what to change, as text or JSON. 0 when usable, 1 on a problem, 69
 // when unreachable.

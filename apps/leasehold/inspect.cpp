@@ -2,10 +2,9 @@
 #include <fnmatch.h>
 
 #include <iostream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "cli.hpp"
+#include "inspect.hpp"
 
 namespace leasehold::cli {
 namespace {
@@ -73,20 +72,11 @@ NameStatus read_status(const Globals& globals, Client& redis, const std::string&
   return status;
 }
 
-using Json = nlohmann::ordered_json;
-
 Json lease_json(const Lease& lease) {
   const StoredLease stored = read_stored_lease(lease.token);
-  Json holder;
-  if (stored.holder)
-    holder = {{"host", stored.holder->host},
-              {"pid", stored.holder->pid},
-              {"label", stored.holder->label},
-              {"taken_at_ms",
-               std::chrono::duration_cast<milliseconds>(stored.holder->taken_at.time_since_epoch())
-                   .count()}};
-  return {
-      {"token", short_token_ascii(stored.id_hex)}, {"ms_left", lease.ms_left}, {"holder", holder}};
+  return {{"token", short_token_ascii(stored.id_hex)},
+          {"ms_left", lease.ms_left},
+          {"holder", holder_json(stored.holder)}};
 }
 
 // For a terminal: control characters of a host or label shown as '?'.
@@ -119,12 +109,21 @@ Json leases_json(const std::vector<Lease>& leases) {
   return array;
 }
 
-// One line of JSON; bytes of a name that are not UTF-8 become U+FFFD.
+}  // namespace
+
+Json holder_json(const std::optional<Holder>& holder) {
+  if (!holder)
+    return Json();
+  return {{"host", holder->host},
+          {"pid", holder->pid},
+          {"label", holder->label},
+          {"taken_at_ms",
+           std::chrono::duration_cast<milliseconds>(holder->taken_at.time_since_epoch()).count()}};
+}
+
 std::string json_text(const Json& json) {
   return json.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
-
-}  // namespace
 
 int status(const Globals& globals, const std::vector<std::string>& names, bool json) {
   if (names.empty())
@@ -187,23 +186,10 @@ int status(const Globals& globals, const std::vector<std::string>& names, bool j
   }
 }
 
-// Every key matching `pattern`, by SCAN (never KEYS: a large keyspace is walked in steps
-// without blocking the server). A cluster's keys are spread over its masters: each is scanned.
-std::vector<std::string> scan_keys(Client& redis, const std::string& pattern) {
-  std::vector<std::string> keys;
-  auto scan = [&](Client& node) {
-    std::string cursor = "0";
-    do {
-      const Reply page = node.process(Command{"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
-      cursor = page.elements[0].str;
-      for (const Reply& key : page.elements[1].elements)
-        keys.push_back(key.str);
-    } while (cursor != "0");
-  };
-  if (redis.url().transport != RedisUrl::Transport::cluster) {
-    scan(redis);
-    return keys;
-  }
+KeyScanner::KeyScanner(Client& redis, std::string pattern)
+    : redis_(redis), pattern_(std::move(pattern)) {
+  if (redis.url().transport != RedisUrl::Transport::cluster)
+    return;
   // CLUSTER SLOTS: [[first, last, [host, port, id], replicas...], ...]
   std::vector<RedisUrl::Endpoint> masters;
   for (const Reply& range : redis.process(Command{"CLUSTER", "SLOTS"}).elements) {
@@ -215,58 +201,88 @@ std::vector<std::string> scan_keys(Client& redis, const std::string& pattern) {
     if (std::find(masters.begin(), masters.end(), endpoint) == masters.end())
       masters.push_back(endpoint);
   }
-  for (const RedisUrl::Endpoint& endpoint : masters) {
-    Client node(redis.url().node(endpoint), redis.options());
-    scan(node);
+  for (const RedisUrl::Endpoint& endpoint : masters)
+    masters_.emplace_back(redis.url().node(endpoint), redis.options());
+}
+
+Client& KeyScanner::scanned(std::size_t node) {
+  return masters_.empty() ? redis_ : masters_[node];
+}
+
+std::vector<std::string> KeyScanner::scan(std::size_t max_calls) {
+  std::vector<std::string> keys;
+  const std::size_t nodes = masters_.empty() ? 1 : masters_.size();
+  for (std::size_t calls = 0; max_calls == 0 || calls < max_calls; ++calls) {
+    const Reply page =
+        scanned(node_).process(Command{"SCAN", cursor_, "MATCH", pattern_, "COUNT", "1000"});
+    cursor_ = page.elements[0].str;
+    for (const Reply& key : page.elements[1].elements)
+      keys.push_back(key.str);
+    if (cursor_ != "0")
+      continue;
+    node_ = (node_ + 1) % nodes;  // this node is walked: the next one, or a new pass
+    if (node_ == 0) {
+      ++passes_;
+      break;
+    }
   }
   return keys;
+}
+
+std::vector<std::string> scan_keys(Client& redis, const std::string& pattern) {
+  return KeyScanner(redis, pattern).scan(0);
+}
+
+namespace {
+
+// The run or cron NAME whose lease `key` is, or nothing for any other key.
+std::optional<std::string> lease_name_of_key(const Globals& globals, const std::string& key) {
+  const std::string run_prefix = globals.prefix + ":RwLock:{run:";
+  const std::string permits_prefix = globals.prefix + ":Semaphore:{run:";
+  const std::string cron_prefix = globals.prefix + ":Lock:cron:";
+  const bool run_lease = key.starts_with(run_prefix) &&
+                         (key.ends_with("}:w") || key.ends_with("}:r") || key.ends_with("}:i"));
+  const bool permit_lease = key.starts_with(permits_prefix) && key.ends_with("}:h");
+  if ((run_lease && key.size() > run_prefix.size() + 3) ||
+      (permit_lease && key.size() > permits_prefix.size() + 3)) {
+    const std::size_t from = run_lease ? run_prefix.size() : permits_prefix.size();
+    const std::string escaped = key.substr(from, key.size() - from - 3);
+    // Undo the %-escaping of braces and '%'.
+    std::string name;
+    for (std::size_t i = 0; i < escaped.size(); ++i) {
+      if (escaped.compare(i, 3, "%7B") == 0)
+        name += '{', i += 2;
+      else if (escaped.compare(i, 3, "%7D") == 0)
+        name += '}', i += 2;
+      else if (escaped.compare(i, 3, "%25") == 0)
+        name += '%', i += 2;
+      else
+        name += escaped[i];
+    }
+    return name;
+  }
+  if (key.starts_with(cron_prefix))
+    return key.substr(cron_prefix.size());
+  return std::nullopt;  // not a lease of the leasehold command
+}
+
+}  // namespace
+
+void add_lease_names(const Globals& globals, const std::string& pattern,
+                     const std::vector<std::string>& keys, std::set<std::string>& names) {
+  for (const std::string& key : keys) {
+    std::optional<std::string> name = lease_name_of_key(globals, key);
+    if (name && (pattern.empty() || fnmatch(pattern.c_str(), name->c_str(), 0) == 0))
+      names.insert(std::move(*name));
+  }
 }
 
 int list(const Globals& globals, const std::string& pattern, bool json) {
   Client redis = connect_or_exit(globals);
   try {
-    const std::string run_prefix = globals.prefix + ":RwLock:{run:";
-    const std::string permits_prefix = globals.prefix + ":Semaphore:{run:";
-    const std::string cron_prefix = globals.prefix + ":Lock:cron:";
-    std::vector<std::string> names;
-    for (const std::string& found : scan_keys(redis, globals.prefix + ":*")) {
-      const Reply key = Reply::make_string(found);
-      {
-        std::string name;
-        // Only the leases themselves: a run's fencing counter (":f") outlives them, and a
-        // queue (":w:queue", ":w:tickets") or a count (":n") is not one.
-        const bool run_lease =
-            key.str.starts_with(run_prefix) &&
-            (key.str.ends_with("}:w") || key.str.ends_with("}:r") || key.str.ends_with("}:i"));
-        const bool permit_lease = key.str.starts_with(permits_prefix) && key.str.ends_with("}:h");
-        if ((run_lease && key.str.size() > run_prefix.size() + 3) ||
-            (permit_lease && key.str.size() > permits_prefix.size() + 3)) {
-          const std::size_t from = run_lease ? run_prefix.size() : permits_prefix.size();
-          const std::string escaped = key.str.substr(from, key.str.size() - from - 3);
-          // Undo the %-escaping of braces and '%'.
-          for (std::size_t i = 0; i < escaped.size(); ++i) {
-            if (escaped[i] == '%' && i + 2 < escaped.size() + 0 &&
-                escaped.compare(i, 3, "%7B") == 0)
-              name += '{', i += 2;
-            else if (escaped.compare(i, 3, "%7D") == 0)
-              name += '}', i += 2;
-            else if (escaped.compare(i, 3, "%25") == 0)
-              name += '%', i += 2;
-            else
-              name += escaped[i];
-          }
-        } else if (key.str.starts_with(cron_prefix)) {
-          name = key.str.substr(cron_prefix.size());
-        } else {
-          continue;  // not a lease of the leasehold command
-        }
-        if (!pattern.empty() && fnmatch(pattern.c_str(), name.c_str(), 0) != 0)
-          continue;
-        if (std::find(names.begin(), names.end(), name) == names.end())
-          names.push_back(name);
-      }
-    }
-    std::sort(names.begin(), names.end());
+    std::set<std::string> found;
+    add_lease_names(globals, pattern, scan_keys(redis, globals.prefix + ":*"), found);
+    const std::vector<std::string> names(found.begin(), found.end());  // sorted, each once
     if (names.empty() && !json) {
       std::cout << "no leases under '" << globals.prefix << "'\n";
       return 0;

@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "leasehold: distributed leases on Redis.\n"
       "Run a command under a lease (a distributed flock), run a command once per interval across\n"
-      "hosts, inspect and force-release leases, check a Redis for leases."};
+      "hosts, inspect, watch and force-release leases, check a Redis for leases."};
   app.set_version_flag("--version", std::string("leasehold ") + leasehold::version);
   app.require_subcommand(1);
 
@@ -169,6 +169,20 @@ int main(int argc, char** argv) {
   release_app->add_option("NAME", release_name, "the run or cron name")->required();
   release_app->add_flag("--force", force, "yes, delete it regardless of its holder")->required();
 
+  // top
+  cli::TopOptions top;
+  DurationFlag interval;
+  CLI::App* top_app = app.add_subcommand(
+      "top", "a live view of every lease under the prefix: holder, time left, readers, waiters");
+  top_app->add_option("PATTERN", top.pattern, "only names matching this glob");
+  add_duration(*top_app, "--interval", interval, "refresh every DUR (default: 1s)");
+  top_app
+      ->add_option("--sort", top.sort,
+                   "name (default), left (least time left first) or held (longest held first)")
+      ->check(CLI::IsMember({"name", "left", "held"}));
+  top_app->add_flag("--once", top.once, "print one plain-text table and exit (no terminal needed)");
+  top_app->add_flag("--json", top.json, "print one JSON array of the leases and exit");
+
   // doctor
   bool doctor_json = false;
   CLI::App* doctor_app = app.add_subcommand(
@@ -210,6 +224,11 @@ int main(int argc, char** argv) {
       return cli::list(globals, list_pattern, list_json);
     if (release_app->parsed())
       return cli::release_force(globals, release_name);
+    if (top_app->parsed()) {
+      if (interval.given())
+        top.interval = cli::require_duration("--interval", interval.text);
+      return cli::top(globals, top);
+    }
     if (doctor_app->parsed())
       return cli::doctor(globals, doctor_json);
     return cli::kExitUsage;
