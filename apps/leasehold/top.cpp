@@ -75,9 +75,9 @@ void add_name_calls(const Globals& globals, const std::string& name, std::vector
   calls.emplace_back(describe(run, name).request());
   calls.emplace_back(describe(permits, name).request());
   calls.emplace_back(describe(cron_lock(globals, milliseconds(1000)), name).request());
-  const std::string run_queue = detail::queue_key(run.writer_key(name));
+  const std::string run_queue = same_slot_key(run.writer_key(name), ":queue");
   const std::string run_fence = run.fence_key(name);
-  const std::string permit_queue = detail::queue_key(permits.holders_key(name));
+  const std::string permit_queue = same_slot_key(permits.holders_key(name), ":queue");
   const std::string permit_fence = permits.fence_key(name);
   const std::string_view keys[] = {run_queue, run_fence, permit_queue, permit_fence};
   calls.emplace_back(Request::script(counts_script(), keys, {}).retry_safe());
@@ -87,7 +87,8 @@ void add_name_calls(const Globals& globals, const std::string& name, std::vector
 std::vector<LeaseInfo> leases_of(const Result<Reply>& reply, LeaseInfo::Kind set_kind) {
   if (!reply && reply.error() == errc::wrong_type)
     return {};
-  return detail::describe_leases(reply.value(), set_kind).value();
+  // The reply read as a Describe query reads it: only the kind of the set's members matters.
+  return Describe<Lock<std::string>>({}, {}, set_kind).parse(reply.value(), Timing{}).value();
 }
 
 std::optional<long long> fence_of(const Reply& counter) {
