@@ -17,6 +17,7 @@
 #include "leasehold/observer.hpp"
 #include "leasehold/query.hpp"
 #include "leasehold/queue.hpp"
+#include "leasehold/raw_lock.hpp"
 #include "leasehold/reply.hpp"
 #include "leasehold/request.hpp"
 #include "leasehold/rwlock.hpp"

@@ -213,6 +213,28 @@ inline Result<bool> one_or_zero(const Reply& reply) {
 // The release (extend: false) or extend call of a lease, by its kind's scripts.
 Request lease_request(const LeaseState& state, bool extend);
 
+// The state of a lease taken elsewhere (another process, an earlier step of a script), named by
+// the value its acquire stored (a token's value()). Its deadline is now: this process cannot know
+// how long the lease has left until an extend succeeds. Throws Error(errc::invalid_argument) when
+// `value` is not a lease's value.
+std::shared_ptr<LeaseState> adopted_lease(std::string key, std::string_view value,
+                                          std::chrono::milliseconds ttl, const LeaseKind* kind,
+                                          std::string second_key = {});
+
+// Tags an acquire that stores its bare id, without the holder's identity: a key that other
+// clients' locks share (raw_lock.hpp).
+struct BareValue {};
+
+}  // namespace detail
+
+namespace detail {
+// Makes tokens: only the acquire queries and adopt() do.
+struct TokenAccess {
+  template <class Token>
+  static Token make(std::shared_ptr<LeaseState> state) {
+    return Token(std::move(state));
+  }
+};
 }  // namespace detail
 
 // A token's Side says which part of a primitive its lease holds, and names the token type when it
@@ -281,6 +303,15 @@ class Lock {
                     : TryLock<Lock>(key(name), ttl_);
   }
 
+  // A token for the lease on `name` whose value() is `value`, taken by another process or an
+  // earlier step: it extends (for this lock's TTL) and releases that lease, and yields false once
+  // the lease has run out. Its deadline is now until an extend succeeds; it has no fencing
+  // number. Throws Error(errc::invalid_argument) when `value` is not a lease's value.
+  LockToken<Lock> adopt(const N& name, std::string_view value) const {
+    return detail::TokenAccess::make<LockToken<Lock>>(
+        detail::adopted_lease(key(name), value, ttl_, &detail::kLockLease));
+  }
+
  private:
   std::string tagged_key(const N& name, std::string_view suffix) const {
     std::string raw;
@@ -299,16 +330,6 @@ class Lock {
   bool fencing_ = false;
 };
 
-namespace detail {
-// Makes tokens: only the acquire queries do.
-struct TokenAccess {
-  template <class Token>
-  static Token make(std::shared_ptr<LeaseState> state) {
-    return Token(std::move(state));
-  }
-};
-}  // namespace detail
-
 // Proof of holding a lease: the only way to release or extend it. Move-only; dropping a token
 // does not release the lock (the lease runs out at its TTL).
 template <class L, class Side>
@@ -324,6 +345,10 @@ class BasicToken {
   const std::string& key() const noexcept { return state_->key; }
   const LeaseId& id() const noexcept { return state_->id; }
   std::chrono::milliseconds ttl() const noexcept { return state_->ttl; }
+  // The lease as Redis holds it: the id's 32 hex digits and its holder (holder.hpp). Like the id,
+  // a credential: the primitive's adopt() makes a token of it in another process, which can then
+  // extend and release the lease. Never log it.
+  const std::string& value() const noexcept { return state_->value; }
 
   // The fencing number of a fenced lock's acquire (strictly increasing per name in grant order),
   // for a resource that refuses writes with a smaller one; nothing for an unfenced lock.
@@ -380,6 +405,9 @@ class TryLock {
         ttl_(ttl),
         id_(LeaseId::generate()),
         value_(id_.hex() + detail::holder_suffix()) {}
+  // Stores the bare id: no holder identity (a key other clients' locks share).
+  TryLock(std::string key, std::chrono::milliseconds ttl, detail::BareValue)
+      : key_(std::move(key)), ttl_(ttl), id_(LeaseId::generate()), value_(id_.hex()) {}
   // With a fence key, the acquire is a script that also increments the counter (fenced locks).
   // With a label, the holder's identity carries it instead of the process's (holder.hpp).
   TryLock(std::string key, std::chrono::milliseconds ttl, std::string fence_key,

@@ -120,6 +120,18 @@ class RwLock {
                             intent_ttl_, fencing_ ? fence_key(name) : std::string());
   }
 
+  // Tokens for the writer's or a reader's lease on `name` whose value() is `value`, taken by
+  // another process or an earlier step (as Lock::adopt()): they extend for this lock's TTL and
+  // release that lease. Throw Error(errc::invalid_argument) when `value` is not a lease's value.
+  LockToken<RwLock> adopt_write(const N& name, std::string_view value) const {
+    return detail::TokenAccess::make<LockToken<RwLock>>(detail::adopted_lease(
+        writer_key(name), value, ttl_, &detail::kRwWriterLease, readers_key(name)));
+  }
+  ReadToken<RwLock> adopt_read(const N& name, std::string_view value) const {
+    return detail::TokenAccess::make<ReadToken<RwLock>>(detail::adopted_lease(
+        writer_key(name), value, ttl_, &detail::kRwReaderLease, readers_key(name)));
+  }
+
  private:
   std::string key(const N& name, char role) const {
     std::string raw;

@@ -39,6 +39,9 @@ struct WaitOptions {
   std::chrono::milliseconds recheck{1000};
   // How long a waiter that stopped asking (it died) keeps its place, delaying those behind it.
   std::chrono::milliseconds ticket_ttl{2000};
+  // A wait on a key other clients' locks share (raw_lock.hpp) is told of no release: it tries
+  // again this often instead.
+  std::chrono::milliseconds poll{100};
 };
 
 namespace detail {
@@ -57,6 +60,9 @@ struct TurnWait {
   std::string intent_key{};
   std::uint32_t permits = 0;   // a Semaphore's (key: its holders' set)
   std::string holder_label{};  // the label of the lease's holder; empty: the process's
+  // A raw key's wait (a Lock kind): plain tries every options.poll, with the bare id; no queue,
+  // no mark on the key, no channel.
+  bool raw = false;
 };
 
 // A wait in progress. cancel() (from any thread) ends it with operation_aborted, at once; the

@@ -174,21 +174,30 @@ void throw_if_lock_lost(std::string_view name, const LockEnding& ending);
 // A Locker whose locks all carry fencing numbers (docs/with_lock.md).
 enum class Fencing : bool { off, on };
 
+// A Locker whose locks are other clients' locks too (raw_lock.hpp, docs/interop.md): the key is
+// the name itself and the value a bare random id, without fencing or holder identity; a busy
+// lock is polled every retry_delay (with_lock) or waiting.poll (Mutex).
+struct RawKeys {};
+inline constexpr RawKeys raw_keys{};
+
 class Locker {
  public:
   // `holder_label`: the label of the leases it takes (holder.hpp); empty: the process's.
   explicit Locker(Client& client, std::string prefix = std::string(kDefaultPrefix),
                   Fencing fencing = Fencing::off, std::string holder_label = {});
+  Locker(Client& client, RawKeys);
   ~Locker();  // shutdown()s; never throws
   Locker(const Locker&) = delete;
   Locker& operator=(const Locker&) = delete;
 
   Client& client() const noexcept { return client_; }
   // The Redis key of the lock named `name`: "<prefix>:<name>"; with fencing
-  // "<prefix>:{<escaped name>}", whose counter "<prefix>:{<escaped name>}:fence" shares its slot.
+  // "<prefix>:{<escaped name>}", whose counter "<prefix>:{<escaped name>}:fence" shares its slot;
+  // with raw keys the name itself.
   std::string key(std::string_view name) const;
   std::string fence_key(std::string_view name) const;
   bool fencing() const noexcept { return fencing_ == Fencing::on; }
+  bool raw_keys() const noexcept { return raw_; }
 
   // Inside a with_lock callback on this thread (or a Mutex's), the fencing number of the lease
   // this thread holds on `name`; nothing without fencing or when this thread holds no such lease.
@@ -284,12 +293,15 @@ class Locker {
                              Clock::time_point deadline, const WaitOptions& waiting) const;
   // The end of with_lock's wait: retry_attempts x retry_delay from now.
   static Clock::time_point wait_deadline(const WithLockOptions& options);
+  // How with_lock waits: in turn; with raw keys, a try every retry_delay.
+  WaitOptions waiting(const WithLockOptions& options) const;
   static AcquireError busy(std::string_view name, const WithLockOptions& options);
 
   Client& client_;
   std::string prefix_;
   Fencing fencing_;
   std::string holder_label_;
+  bool raw_ = false;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   bool shut_down_ = false;

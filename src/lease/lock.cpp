@@ -125,6 +125,34 @@ const Script& lock_try_fenced_script() {
   return script;
 }
 
+std::shared_ptr<LeaseState> adopted_lease(std::string key, std::string_view value,
+                                          std::chrono::milliseconds ttl, const LeaseKind* kind,
+                                          std::string second_key) {
+  // A lease's value is its id's 32 hex digits, then ";" and its holder when it has one; it holds
+  // no ':' (a waiter's mark) nor spaces or control characters (holder.hpp escapes them).
+  const auto bad = [&](const std::string& why) {
+    return Error(make_error_code(errc::invalid_argument),
+                 "not a lease token: " + why +
+                     "; a token is the value its acquire printed (32 hex digits, then its holder)");
+  };
+  if (value.size() < 2 * LeaseId::kSize)
+    throw bad("it is " + std::to_string(value.size()) + " characters long");
+  if (value.size() > 2 * LeaseId::kSize && value[2 * LeaseId::kSize] != ';')
+    throw bad("its 32 hex digits are followed by something else than ';'");
+  for (char c : value)
+    if (c == ':' || c == ' ' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      throw bad("it holds a ':', a space or a control character");
+  LeaseId id;
+  try {
+    id = LeaseId::from_hex(value.substr(0, 2 * LeaseId::kSize));
+  } catch (const Error&) {
+    throw bad("it does not start with 32 hex digits");
+  }
+  validate_ttl(ttl);
+  return std::make_shared<LeaseState>(std::move(key), id, ttl, Clock::now(), kind,
+                                      std::move(second_key), std::string(value));
+}
+
 Request lease_request(const LeaseState& state, bool extend) {
   const LeaseKind& kind = state.kind != nullptr ? *state.kind : kLockLease;
   if (!extend && kind.release_request != nullptr)

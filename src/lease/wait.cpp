@@ -31,9 +31,14 @@ class TurnTry {
       : wait_(wait),
         lock_try_(wait.key, wait.ttl, wait.fence_key, ticket),
         ticket_(ticket),
-        value_(ticket.value()) {}
+        value_(ticket.value()) {
+    if (wait.raw)
+      raw_try_.emplace(wait.key, wait.ttl, BareValue{});
+  }
 
   Request request() const {
+    if (raw_try_)
+      return raw_try_->request();
     if (wait_.kind == TurnKind::lock)
       return lock_try_.request();
     if (wait_.kind == TurnKind::permit)
@@ -53,6 +58,12 @@ class TurnTry {
   }
 
   Result<TurnOutcome> parse(const Reply& reply, const Timing& timing) const {
+    if (raw_try_) {
+      Result<std::optional<LockToken<TurnTag>>> token = raw_try_->parse(reply, timing);
+      if (!token)
+        return Result<TurnOutcome>(token.error(), token.detail());
+      return TurnOutcome{*token ? (*token)->state() : nullptr, {}};
+    }
     if (wait_.kind == TurnKind::lock) {
       Result<Turn<TurnTag>> turn = lock_try_.parse(reply, timing);
       if (!turn)
@@ -82,6 +93,8 @@ class TurnTry {
   }
 
   std::optional<Request> on_unknown_outcome() const {
+    if (raw_try_)
+      return raw_try_->on_unknown_outcome();
     if (wait_.kind == TurnKind::lock)
       return lock_try_.on_unknown_outcome();
     const LeaseState state(wait_.key, ticket_.id, wait_.ttl, Clock::time_point{}, &kind(),
@@ -135,6 +148,7 @@ class TurnTry {
 
   TurnWait wait_;
   TryLockInTurn<TurnTag> lock_try_;
+  std::optional<TryLock<TurnTag>> raw_try_;  // a raw key's plain try, the same id every time
   WaitTicket ticket_;
   std::string value_;  // the waiter as the queue and the lease store it
 };
@@ -224,16 +238,21 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
         finish(turn.error(), turn.detail(), nullptr);
         return;
       }
-      arm(std::min(now + wait_.options.recheck, wait_.deadline));
+      arm(std::min(now + (wait_.raw ? wait_.options.poll : wait_.options.recheck), wait_.deadline));
       return;
     }
     if (turn->state) {
       finish({}, {}, std::move(turn->state));
       return;
     }
-    tell(observer_.get(), &Observer::on_wait, WaitEvent{wait_.key, turn->seen.position});
+    if (!wait_.raw)  // a raw key's waiter has no place in a queue
+      tell(observer_.get(), &Observer::on_wait, WaitEvent{wait_.key, turn->seen.position});
     if (last_try_ || now >= wait_.deadline) {
       finish({}, {}, nullptr);
+      return;
+    }
+    if (wait_.raw) {  // nobody tells of a release: try again after the poll
+      arm(std::min(now + wait_.options.poll, wait_.deadline));
       return;
     }
     if (!watch_)
@@ -297,6 +316,10 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
       tell(observer_.get(), &Observer::on_acquire,
            AcquireEvent{wait_.key, outcome, Clock::now() - started_});
     }
+    if (wait_.raw) {  // no place to give up
+      done_(error, std::move(detail), std::move(state));
+      return;
+    }
     if (state || (error && error != asio::error::operation_aborted)) {
       // Granted; or failed, when Redis may not answer a leave either: it is sent, not awaited.
       if (!state)
@@ -339,6 +362,8 @@ void validate(const WaitOptions& options) {
                 "the recheck interval must be positive and shorter than the ticket TTL (" +
                     std::to_string(options.ticket_ttl.count()) +
                     " ms): each try renews the waiter's place");
+  if (options.poll <= std::chrono::milliseconds::zero())
+    throw Error(make_error_code(errc::invalid_argument), "the poll interval must be positive");
 }
 
 void check_not_io_thread(const Client& client, const char* what) {

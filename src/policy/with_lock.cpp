@@ -1,5 +1,6 @@
 #include "leasehold/with_lock.hpp"
 
+#include <algorithm>
 #include <asio/redirect_error.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
@@ -67,11 +68,17 @@ Locker::Locker(Client& client, std::string prefix, Fencing fencing, std::string 
   detail::validate_prefix(prefix_);
 }
 
+Locker::Locker(Client& client, RawKeys) : Locker(client) {
+  raw_ = true;
+}
+
 Locker::~Locker() {
   shutdown();
 }
 
 std::string Locker::key(std::string_view name) const {
+  if (raw_)
+    return std::string(name);
   std::string key;
   key.reserve(prefix_.size() + 4 + name.size());
   if (fencing()) {
@@ -95,6 +102,8 @@ std::string Locker::fence_key(std::string_view name) const {
 
 TryLock<detail::WithLockTag> Locker::try_lock_query(std::string_view name,
                                                     std::chrono::milliseconds ttl) const {
+  if (raw_)
+    return TryLock<detail::WithLockTag>(key(name), ttl, detail::BareValue{});
   return TryLock<detail::WithLockTag>(key(name), ttl, fencing() ? fence_key(name) : std::string(),
                                       holder_label_);
 }
@@ -128,7 +137,15 @@ detail::TurnWait Locker::turn_wait(std::string_view name, std::chrono::milliseco
                         fencing() ? std::optional<std::string>(fence_key(name)) : std::nullopt,
                         deadline, waiting};
   wait.holder_label = holder_label_;
+  wait.raw = raw_;
   return wait;
+}
+
+WaitOptions Locker::waiting(const WithLockOptions& options) const {
+  WaitOptions waiting;
+  if (raw_)
+    waiting.poll = std::max(options.retry_delay, std::chrono::milliseconds(1));
+  return waiting;
 }
 
 Clock::time_point Locker::wait_deadline(const WithLockOptions& options) {
@@ -295,7 +312,7 @@ std::optional<LockToken<detail::WithLockTag>> Locker::acquire(std::string_view n
   if (options.retry_attempts == 0) {
     token = try_once(name, options.ttl);
   } else {
-    token = wait_in_turn(name, options.ttl, wait_deadline(options), WaitOptions{}, caller_stop);
+    token = wait_in_turn(name, options.ttl, wait_deadline(options), waiting(options), caller_stop);
     if (!token && is_shut_down())
       return std::nullopt;
     if (!token && caller_stop.stop_requested())
@@ -347,7 +364,7 @@ asio::awaitable<LockToken<detail::WithLockTag>> Locker::async_acquire(std::strin
   } else {
     std::error_code failed;
     token = co_await detail::async_wait_in_turn<LockToken<detail::WithLockTag>>(
-        client_, turn_wait(name, options.ttl, wait_deadline(options), WaitOptions{}),
+        client_, turn_wait(name, options.ttl, wait_deadline(options), waiting(options)),
         shutdown_stop_.get_token(), asio::redirect_error(asio::use_awaitable, failed));
     if (failed == asio::error::operation_aborted && is_shut_down())
       co_await stay_pending();
