@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "leasehold/leasehold.hpp"
@@ -123,15 +124,51 @@ int exit_code_of(int wait_status);
 // For a failed spawn: prints why and returns 127 or 126.
 int report_spawn_failure(const std::string& program, int error);
 
-struct RunOptions {
+// What a command asks to take: NAME's exclusive or shared lease, one of its --limit permits, or
+// the lock of another client's key (--raw-key).
+struct TakeOptions {
   std::string name;
-  std::vector<std::string> command;
+  std::optional<std::string> raw_key;  // instead of NAME: this key, as other clients lock it
   bool shared = false;
   std::optional<std::uint32_t> limit;  // a counting semaphore of this many permits
   bool nonblock = false;
   std::optional<std::chrono::milliseconds> wait;  // nothing: as long as it takes
   int conflict_exit_code = 1;
   std::chrono::milliseconds ttl{30'000};
+};
+// UsageError for a request that cannot be made (`command` names the subcommand).
+void validate(const TakeOptions& options, std::string_view command);
+// NAME, or the raw key: for messages.
+std::string lease_name(const TakeOptions& options);
+
+// A lease a command took, by the public tokens of its kind.
+struct Held {
+  using Lease = std::variant<LockToken<RwLock<std::string>>, ReadToken<RwLock<std::string>>,
+                             PermitToken<Semaphore<std::string>>, LockToken<RawLock>>;
+  template <class Token>
+  explicit Held(Token token) : lease(std::move(token)) {}
+
+  std::string token() const;  // its id's 32 hex digits: what LEASEHOLD_TOKEN holds
+  std::string key() const;
+  std::optional<std::uint64_t> fence() const;
+  std::string kind(const TakeOptions& options) const;  // "exclusive", "shared", ...
+  // Keeps it alive from now on (released with the guard), with a hold budget (zero: none).
+  LeaseGuard guard(Client& redis, std::chrono::milliseconds max_hold) &&;
+
+  Lease lease;
+};
+// The lease taken, or the exit code of a command that gives up waiting for it (the conflict
+// code, or 128 + the signal that ended the wait). Exits on a Redis failure.
+struct Taken {
+  std::optional<Held> lease;
+  int exit_code = 0;
+};
+// At once, then (unless -n) in turn with the other waiters (a raw key: polling) until it is
+// taken or --wait runs out.
+Taken take_lease(const Globals& globals, const TakeOptions& options, Client& redis);
+
+struct RunOptions : TakeOptions {
+  std::vector<std::string> command;
   std::chrono::milliseconds kill_after{5'000};
   std::chrono::milliseconds max_time{0};  // the lease's hold budget; zero: none
   std::optional<std::string> metrics_file;
@@ -152,9 +189,39 @@ struct CronOptions {
 std::optional<std::chrono::milliseconds> default_cron_lease(std::chrono::milliseconds every);
 int cron(const Globals& globals, const CronOptions& options);
 
+// The split-phase commands (split.cpp): acquire prints a token and leaves the lease to its TTL;
+// extend and release act on the lease of a token; hold keeps one until a signal or the end of
+// its input.
+enum class TokenFormat { plain, json, env };
+struct AcquireOptions : TakeOptions {
+  TokenFormat format = TokenFormat::plain;
+  std::chrono::milliseconds max_time{0};  // hold's budget; zero: none
+};
+int acquire(const Globals& globals, const AcquireOptions& options);
+int hold(const Globals& globals, const AcquireOptions& options);
+struct TokenOptions {
+  std::string name;
+  std::optional<std::string> raw_key;
+  std::string token;  // --token, or $LEASEHOLD_TOKEN
+  std::chrono::milliseconds ttl{30'000};
+  int conflict_exit_code = 1;
+};
+int extend_token(const Globals& globals, const TokenOptions& options);
+int release_token(const Globals& globals, const TokenOptions& options);
+// The label of a lease a script takes: the command line of the process that ran leasehold (its
+// parent), else leasehold's own.
+std::string invoker_label(const std::vector<std::string>& own_command);
+
+// A raw key that holds another type than a lock's string: says so and exits 65; any other
+// failure: exit_unavailable().
+[[noreturn]] void exit_raw_key_failure(Client& redis, const std::string& key,
+                                       const std::exception& e);
+
 int status(const Globals& globals, const std::vector<std::string>& names, bool json);
+int raw_key_status(const Globals& globals, const std::vector<std::string>& keys, bool json);
 int list(const Globals& globals, const std::string& pattern, bool json);
 int release_force(const Globals& globals, const std::string& name);
+int release_raw_key_force(const Globals& globals, const std::string& key);
 
 struct TopOptions {
   std::string pattern;  // only names matching this glob; empty: all

@@ -107,6 +107,22 @@ void exit_failure(const Globals& globals, Client& redis, const std::string& name
   std::exit(kExitDataErr);
 }
 
+void exit_raw_key_failure(Client& redis, const std::string& key, const std::exception& e) {
+  const auto* error = dynamic_cast<const Error*>(&e);
+  if (error == nullptr || error->code() != errc::wrong_type)
+    exit_unavailable(e);
+  std::string type = "value of another type";
+  try {
+    type = "a " + redis.process(Command{"TYPE", key}).str;
+  } catch (const Error&) {
+    // Redis went away meanwhile: the message says what it knows.
+  }
+  warn(key + " holds " + type +
+       ", not a lock (a lock key holds a string): --raw-key names a key that other clients "
+       "lock; check the key's name");
+  std::exit(kExitDataErr);
+}
+
 Client connect_or_exit(const Globals& globals, std::shared_ptr<Observer> observer) {
   try {
     ClientOptions options;

@@ -186,6 +186,67 @@ int status(const Globals& globals, const std::vector<std::string>& names, bool j
   }
 }
 
+int raw_key_status(const Globals& globals, const std::vector<std::string>& keys, bool json) {
+  Client redis = connect_or_exit(globals);
+  std::ostringstream out;
+  Json statuses = Json::array();
+  for (const std::string& key : keys) {
+    if (key.empty())
+      throw UsageError{"status: --raw-key: KEY must not be empty"};
+    Reply value;
+    long long ms_left = 0;
+    try {
+      value = redis.process(Command{"GET", key});
+      if (value.type == Reply::Type::string)
+        ms_left = redis.process(Command{"PTTL", key}).integer;
+    } catch (const Error& e) {
+      exit_raw_key_failure(redis, key, e);
+    }
+    const bool held = value.type == Reply::Type::string;
+    // Another client's value is shown as leasehold's are: its first 8 characters only.
+    const std::string shown = held ? value.str.substr(0, 8) : std::string();
+    if (json) {
+      statuses.push_back(
+          {{"raw_key", key},
+           {"state", held ? "held" : "free"},
+           {"holder", held ? Json{{"token", shown}, {"ms_left", ms_left}} : Json()}});
+      continue;
+    }
+    out << key << ": ";
+    if (!held)
+      out << "free\n";
+    else if (ms_left < 0)
+      out << "held by " << printable(shown) << "\xe2\x80\xa6 (no TTL: it never runs out)\n";
+    else
+      out << "held by " << printable(shown) << "\xe2\x80\xa6 ("
+          << format_duration(milliseconds(ms_left)) << " left)\n";
+  }
+  if (json)
+    out << json_text(statuses) << "\n";
+  std::cout << out.str();
+  return 0;
+}
+
+int release_raw_key_force(const Globals& globals, const std::string& key) {
+  if (key.empty())
+    throw UsageError{"release: --raw-key: KEY must not be empty"};
+  Client redis = connect_or_exit(globals);
+  try {
+    // Whatever it holds, and whoever holds it: the operator asked.
+    const Reply type = redis.process(Command{"TYPE", key});
+    const Reply removed = redis.process(Command{"DEL", key});
+    if (removed.integer == 0)
+      std::cout << key << ": nothing to release\n";
+    else if (type.str == "string")
+      std::cout << key << ": removed its lock\n";
+    else
+      std::cout << key << ": removed it, which held a " << type.str << "\n";
+    return 0;
+  } catch (const Error& e) {
+    exit_unavailable(e);
+  }
+}
+
 KeyScanner::KeyScanner(Client& redis, std::string pattern)
     : redis_(redis), pattern_(std::move(pattern)) {
   if (redis.url().transport != RedisUrl::Transport::cluster)

@@ -24,6 +24,51 @@ CLI::Option* add_duration(CLI::App& app, const std::string& names, DurationFlag&
   return flag.option;
 }
 
+// --raw-key KEY: another client's lock on exactly KEY (docs/interop.md).
+CLI::Option* add_raw_key(CLI::App& app, std::optional<std::string>& key) {
+  return app.add_option("--raw-key", key,
+                        "instead of NAME, the lock on exactly KEY as other clients take it "
+                        "(redis-py, node-redlock: SET NX PX with a random value)");
+}
+
+// The flags acquire and hold share.
+struct AcquireFlags {
+  DurationFlag wait, ttl, max_time;
+  bool json = false, env = false;
+};
+CLI::App* add_acquire_command(CLI::App& app, const char* name, const char* description,
+                              leasehold::cli::AcquireOptions& options, AcquireFlags& flags) {
+  CLI::App* command = app.add_subcommand(name, description);
+  command->add_option("NAME", options.name, "the lease's name (none with --raw-key)");
+  add_raw_key(*command, options.raw_key);
+  command->add_flag("-s,--shared", options.shared, "a shared lease (with other --shared ones)");
+  auto* nonblock =
+      command->add_flag("-n,--nonblock", options.nonblock, "fail at once if it is held");
+  add_duration(*command, "-w,--wait", flags.wait, "give up after waiting this long")
+      ->excludes(nonblock);
+  add_duration(*command, "-t,--ttl", flags.ttl, "the lease's TTL (default: 30s)");
+  command
+      ->add_option("-E,--conflict-exit-code", options.conflict_exit_code,
+                   "exit code when the lease could not be taken (default: 1)")
+      ->check(CLI::Range(0, 255));
+  auto* json = command->add_flag("--json", flags.json, "print the token as JSON");
+  command->add_flag("--env", flags.env, "print shell exports of LEASEHOLD_TOKEN and LEASEHOLD_NAME")
+      ->excludes(json);
+  return command;
+}
+
+// The flags extend and release --token share.
+CLI::Option* add_token_flags(CLI::App& command, leasehold::cli::TokenOptions& options) {
+  if (const char* env = std::getenv("LEASEHOLD_TOKEN"))
+    options.token = env;
+  command
+      .add_option("-E,--conflict-exit-code", options.conflict_exit_code,
+                  "exit code when the token no longer holds the lease (default: 1)")
+      ->check(CLI::Range(0, 255));
+  return command.add_option("--token", options.token,
+                            "the token `leasehold acquire` printed (default: $LEASEHOLD_TOKEN)");
+}
+
 // The options every subcommand takes, some from the environment.
 void add_global_options(CLI::App& app, leasehold::cli::Globals& globals) {
   if (const char* env = std::getenv("LEASEHOLD_REDIS_URL"))
@@ -94,9 +139,10 @@ int main(int argc, char** argv) {
   DurationFlag wait, ttl, kill_after, max_time;
   CLI::App* run_app = app.add_subcommand(
       "run", "run COMMAND while holding the lease NAME; release it when COMMAND ends");
-  run_app->add_option("NAME", run.name, "the lease's name")->required();
-  run_app->add_option("COMMAND", run.command, "the command and its arguments (after --)")
-      ->required();
+  run_app->add_option("NAME", run.name, "the lease's name (none with --raw-key)");
+  run_app->add_option("COMMAND", run.command, "the command and its arguments (after --)");
+  std::optional<std::string> run_raw_key;
+  add_raw_key(*run_app, run_raw_key);
   auto* exclusive_flag =
       run_app->add_flag("-x,--exclusive", exclusive, "take the lease alone (the default)");
   auto* shared_flag =
@@ -153,7 +199,10 @@ int main(int argc, char** argv) {
   bool status_json = false;
   CLI::App* status_app =
       app.add_subcommand("status", "show who holds the leases NAME..., and for how long");
-  status_app->add_option("NAME", status_names, "run or cron names")->required();
+  status_app->add_option("NAME", status_names, "run or cron names");
+  std::vector<std::string> status_raw_keys;
+  status_app->add_option("--raw-key", status_raw_keys,
+                         "instead of NAMEs, the lock on exactly KEY (other clients' locks)");
   status_app->add_flag("--json", status_json, "print JSON");
 
   std::string list_pattern;
@@ -162,12 +211,41 @@ int main(int argc, char** argv) {
   list_app->add_option("PATTERN", list_pattern, "only names matching this glob");
   list_app->add_flag("--json", list_json, "print JSON");
 
-  std::string release_name;
+  cli::TokenOptions released;
   bool force = false;
   CLI::App* release_app = app.add_subcommand(
-      "release", "delete a lease whoever holds it (an operator's tool; needs --force)");
-  release_app->add_option("NAME", release_name, "the run or cron name")->required();
-  release_app->add_flag("--force", force, "yes, delete it regardless of its holder")->required();
+      "release",
+      "give back the lease of a token (--token), or delete a lease whoever holds it (--force)");
+  release_app->add_option("NAME", released.name, "the lease's name (none with --raw-key)");
+  add_raw_key(*release_app, released.raw_key);
+  auto* release_token = add_token_flags(*release_app, released);
+  release_app->add_flag("--force", force, "an operator's tool: delete it regardless of its holder")
+      ->excludes(release_token);
+
+  // acquire, hold, extend
+  cli::AcquireOptions acquired, held;
+  AcquireFlags acquire_flags, hold_flags;
+  CLI::App* acquire_app = add_acquire_command(
+      app, "acquire",
+      "take the lease NAME, print its token and leave it to its TTL (extend and release it by "
+      "the token)",
+      acquired, acquire_flags);
+  CLI::App* hold_app = add_acquire_command(
+      app, "hold",
+      "take the lease NAME, print its token and keep it until SIGTERM, SIGINT or the end of "
+      "stdin; exit 75 if it is lost",
+      held, hold_flags);
+  add_duration(*hold_app, "--max-time", hold_flags.max_time,
+               "give it back once held this long, and exit 124");
+  cli::TokenOptions extended;
+  DurationFlag extend_ttl;
+  CLI::App* extend_app = app.add_subcommand(
+      "extend",
+      "restart the TTL of the lease of a token; exit with the conflict code if it is gone");
+  extend_app->add_option("NAME", extended.name, "the lease's name (none with --raw-key)");
+  add_raw_key(*extend_app, extended.raw_key);
+  add_token_flags(*extend_app, extended);
+  add_duration(*extend_app, "-t,--ttl", extend_ttl, "the lease's new TTL (default: 30s)");
 
   // top
   cli::TopOptions top;
@@ -200,6 +278,13 @@ int main(int argc, char** argv) {
     if (globals.verbose && globals.quiet)
       throw UsageError{"--verbose and --quiet exclude each other"};
     if (run_app->parsed()) {
+      if (run_raw_key) {
+        // No NAME with --raw-key: the first word after it starts COMMAND.
+        if (!run.name.empty())
+          run.command.insert(run.command.begin(), run.name);
+        run.name.clear();
+        run.raw_key = run_raw_key;
+      }
       if (wait.given())
         run.wait = cli::require_duration("--wait", wait.text);
       if (ttl.given())
@@ -218,12 +303,52 @@ int main(int argc, char** argv) {
         cron.ticks = ticks;
       return cli::cron(globals, cron);
     }
-    if (status_app->parsed())
+    if (status_app->parsed()) {
+      if (!status_raw_keys.empty() && !status_names.empty())
+        throw UsageError{"status: give NAMEs or --raw-key KEYs, not both"};
+      if (!status_raw_keys.empty())
+        return cli::raw_key_status(globals, status_raw_keys, status_json);
       return cli::status(globals, status_names, status_json);
+    }
     if (list_app->parsed())
       return cli::list(globals, list_pattern, list_json);
-    if (release_app->parsed())
-      return cli::release_force(globals, release_name);
+    if (release_app->parsed()) {
+      if (force) {
+        if (released.raw_key && !released.name.empty())
+          throw UsageError{"release: give NAME or --raw-key KEY, not both"};
+        return released.raw_key ? cli::release_raw_key_force(globals, *released.raw_key)
+                                : cli::release_force(globals, released.name);
+      }
+      if (released.token.empty())
+        throw UsageError{
+            "release: give --token T (or set LEASEHOLD_TOKEN) to give back your lease, or "
+            "--force to delete it whoever holds it"};
+      return cli::release_token(globals, released);
+    }
+    const auto acquire_options = [](cli::AcquireOptions& options, const AcquireFlags& flags) {
+      if (flags.wait.given())
+        options.wait = cli::require_duration("--wait", flags.wait.text);
+      if (flags.ttl.given())
+        options.ttl = cli::require_duration("--ttl", flags.ttl.text);
+      if (flags.max_time.given())
+        options.max_time = cli::require_duration("--max-time", flags.max_time.text);
+      options.format = flags.json  ? cli::TokenFormat::json
+                       : flags.env ? cli::TokenFormat::env
+                                   : cli::TokenFormat::plain;
+    };
+    if (acquire_app->parsed()) {
+      acquire_options(acquired, acquire_flags);
+      return cli::acquire(globals, acquired);
+    }
+    if (hold_app->parsed()) {
+      acquire_options(held, hold_flags);
+      return cli::hold(globals, held);
+    }
+    if (extend_app->parsed()) {
+      if (extend_ttl.given())
+        extended.ttl = cli::require_duration("--ttl", extend_ttl.text);
+      return cli::extend_token(globals, extended);
+    }
     if (top_app->parsed()) {
       if (interval.given())
         top.interval = cli::require_duration("--interval", interval.text);

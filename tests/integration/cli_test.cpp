@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "child_process.hpp"
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
@@ -34,72 +35,19 @@ using testing::command_calls;
 using testing::eventually;
 using testing::RedisServer;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::read_file;
 
 // One run of the leasehold binary.
-class Cli {
+class Cli : public testing::ChildProcess {
  public:
-  Cli(std::vector<std::string> args, const std::string& dir) : dir_(dir) {
-    static int counter = 0;
-    const std::string id = std::to_string(++counter);
-    out_path_ = dir + "/cli" + id + ".out";
-    err_path_ = dir + "/cli" + id + ".err";
-    args.insert(args.begin(), LEASEHOLD_CLI);
-    std::vector<char*> argv;
-    for (auto& arg : args)
-      argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    started_ = std::chrono::steady_clock::now();
-    if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0)
-      pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~Cli() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-    }
-  }
-
-  pid_t pid() const { return pid_; }
-  void signal(int number) const { ::kill(pid_, number); }
-
-  // Waits for the exit (at most `timeout`); the exit code, 128 + signal, or -1 on timeout.
-  int wait(std::chrono::milliseconds timeout = 20s) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    int status = 0;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        took_ = std::chrono::steady_clock::now() - started_;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(2ms);  // polling against a deadline
-    }
-    return -1;
-  }
-  std::string out() const { return read_file(out_path_); }
-  std::string err() const { return read_file(err_path_); }
-  std::chrono::steady_clock::duration took() const { return took_; }
+  Cli(std::vector<std::string> args, const std::string& dir, Input input = Input::null)
+      : ChildProcess(with_program(std::move(args)), dir, input) {}
 
  private:
-  std::string dir_, out_path_, err_path_;
-  pid_t pid_ = -1;
-  std::chrono::steady_clock::time_point started_;
-  std::chrono::steady_clock::duration took_{};
+  static std::vector<std::string> with_program(std::vector<std::string> args) {
+    args.insert(args.begin(), LEASEHOLD_CLI);
+    return args;
+  }
 };
 
 class CliTest : public testing::SharedServerTest {
@@ -805,7 +753,8 @@ TEST_F(CliTest, HelpAndVersion) {
 TEST_F(CliTest, TheManualDocumentsEveryOptionTheHelpShows) {
   const std::string manual = read_file(std::string(LEASEHOLD_SOURCE_DIR) + "/docs/cli.md");
   ASSERT_FALSE(manual.empty());
-  for (const auto& command : {"", "run", "cron", "status", "list", "release"}) {
+  for (const auto& command :
+       {"", "run", "acquire", "hold", "extend", "cron", "status", "list", "release"}) {
     std::vector<std::string> args;
     if (*command != '\0')
       args.push_back(command);

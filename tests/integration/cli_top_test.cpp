@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "child_process.hpp"
 #include "eventually.hpp"
 #include "redis_server.hpp"
 
@@ -32,73 +33,8 @@ using testing::command_calls;
 using testing::eventually;
 using testing::RedisServer;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// One run of a program (found on PATH), its output in files; killed if still running at the end.
-class Process {
- public:
-  Process(std::vector<std::string> args, const std::string& dir) {
-    static int counter = 0;
-    const std::string id = std::to_string(++counter);
-    out_path_ = dir + "/top" + id + ".out";
-    err_path_ = dir + "/top" + id + ".err";
-    std::vector<char*> argv;
-    for (auto& arg : args)
-      argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    started_ = std::chrono::steady_clock::now();
-    if (posix_spawnp(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0)
-      pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~Process() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-    }
-  }
-  Process(const Process&) = delete;
-  Process& operator=(const Process&) = delete;
-
-  pid_t pid() const { return pid_; }
-
-  // The exit code (128 + signal when killed), or -1 if it did not end within `timeout`.
-  int wait(std::chrono::milliseconds timeout = 20s) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    int status = 0;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        took_ = std::chrono::steady_clock::now() - started_;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(2ms);  // polling against a deadline
-    }
-    return -1;
-  }
-  std::string out() const { return read_file(out_path_); }
-  std::string err() const { return read_file(err_path_); }
-  std::chrono::steady_clock::duration took() const { return took_; }
-
- private:
-  std::string out_path_, err_path_;
-  pid_t pid_ = -1;
-  std::chrono::steady_clock::time_point started_;
-  std::chrono::steady_clock::duration took_{};
-};
+using testing::read_file;
+using Process = testing::ChildProcess;
 
 // Display columns of a UTF-8 line: one per character.
 std::size_t columns_of(const std::string& line) {
