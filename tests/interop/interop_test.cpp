@@ -195,6 +195,27 @@ TEST_P(InteropTest, LeaseholdExtensionFailsOnceTheyTookOver) {
   EXPECT_TRUE(other_.release(key_, *theirs));
 }
 
+TEST_P(InteropTest, KeysWithBracesAndSpacesAreTheirsAsGiven) {
+  // A hash tag, braces that make none, a space: leasehold neither escapes nor tags the key.
+  for (const std::string& key :
+       {prefix_ + "{tenant 7}:invoice:42", prefix_ + "a{b}c}:x{", prefix_ + "plain key"}) {
+    SCOPED_TRACE(key);
+    const RawLock lock{10s};
+    auto token = redis_.process(lock.try_lock(key));
+    ASSERT_TRUE(token);
+    EXPECT_EQ(get(key), token->value());
+    EXPECT_EQ(other_.acquire(key, 10s), std::nullopt);
+    EXPECT_TRUE(redis_.process(token->extend()));
+    EXPECT_TRUE(redis_.process(token->release()));
+    const auto theirs = other_.acquire(key, 10s);
+    ASSERT_TRUE(theirs);
+    EXPECT_FALSE(redis_.process(lock.try_lock(key)));
+    EXPECT_EQ(get(key), *theirs);
+    EXPECT_TRUE(other_.release(key, *theirs));
+  }
+  EXPECT_EQ(keys_of_this_test(), std::vector<std::string>{});
+}
+
 // While a leasehold waiter polls their lock, the key keeps their value and nothing else is
 // written; their release (a compare-and-delete of that value) succeeds, and the waiter gets the
 // key soon after. `wait` starts the waiter and yields the value it found once it held the key.

@@ -31,7 +31,8 @@ try {
   Redlock = require('redlock');
 } catch (error) {
   process.stderr.write(`node packages missing (${error.message}): the interop_npm_ci test ` +
-                       'runs npm ci in tests/interop, after scripts/setup installed node and npm\n');
+                       'installs them (npm ci, from tests/interop/package-lock.json) into the ' +
+                       'build folder, which NODE_PATH names\n');
   process.exit(3);
 }
 
