@@ -142,11 +142,11 @@ void validate(const TakeOptions& options, std::string_view command);
 std::string lease_name(const TakeOptions& options);
 
 // A lease a command took, by the public tokens of its kind.
-struct Held {
+struct HeldLease {
   using Lease = std::variant<LockToken<RwLock<std::string>>, ReadToken<RwLock<std::string>>,
                              PermitToken<Semaphore<std::string>>, LockToken<RawLock>>;
   template <class Token>
-  explicit Held(Token token) : lease(std::move(token)) {}
+  explicit HeldLease(Token token) : lease(std::move(token)) {}
 
   std::string token() const;  // its id's 32 hex digits: what LEASEHOLD_TOKEN holds
   std::string key() const;
@@ -160,7 +160,7 @@ struct Held {
 // The lease taken, or the exit code of a command that gives up waiting for it (the conflict
 // code, or 128 + the signal that ended the wait). Exits on a Redis failure.
 struct Taken {
-  std::optional<Held> lease;
+  std::optional<HeldLease> lease;
   int exit_code = 0;
 };
 // At once, then (unless -n) in turn with the other waiters (a raw key: polling) until it is
@@ -184,6 +184,8 @@ struct CronOptions {
   bool aligned = false;
   std::optional<long long> ticks;
   std::optional<std::string> metrics_file;
+  std::chrono::milliseconds max_time{0};  // each run's budget; zero: none
+  std::chrono::milliseconds kill_after{5'000};
 };
 // The default lease for an interval: 10% less, and at least 1 s less (when that stays positive).
 std::optional<std::chrono::milliseconds> default_cron_lease(std::chrono::milliseconds every);

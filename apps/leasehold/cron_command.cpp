@@ -47,6 +47,8 @@ CronPlan checked_plan(const CronOptions& options) {
   }
   if (*lease <= milliseconds::zero())
     throw UsageError{"--lease: must be positive"};
+  if (options.max_time < milliseconds::zero())
+    throw UsageError{"--max-time: must not be negative"};
   CronPlan plan{.lease = *lease, .interval = {}};
   if (options.mode == "at-least")
     plan.interval = cron::AtLeast{options.every};
@@ -57,6 +59,43 @@ CronPlan checked_plan(const CronOptions& options) {
   else
     throw UsageError{"--mode: use at-least, after-finish or after-start"};
   return plan;
+}
+
+// How a run ended.
+struct RunEnd {
+  int status = 0;             // from waitpid
+  bool timed_out = false;     // it ran past --max-time and was stopped
+  bool stopped_lost = false;  // its lease was lost and it was stopped
+  bool killed = false;        // it needed the SIGKILL
+};
+
+// Waits for a run, stopping its process group (SIGTERM, then SIGKILL after `kill_after`) when it
+// has run for `max_time` (zero: no limit) or `stop` is requested (its lease was lost).
+RunEnd wait_for_run(pid_t child, std::stop_token stop, milliseconds max_time,
+                    milliseconds kill_after) {
+  RunEnd end;
+  const Clock::time_point started = Clock::now();
+  std::optional<Clock::time_point> terminated_at;
+  for (;;) {
+    const pid_t reaped = waitpid(child, &end.status, WNOHANG);
+    if (reaped == child || (reaped < 0 && errno != EINTR))
+      break;
+    const Clock::time_point now = Clock::now();
+    if (!terminated_at) {
+      end.timed_out = max_time > milliseconds::zero() && now - started >= max_time;
+      end.stopped_lost = !end.timed_out && stop.stop_requested();
+      if (end.timed_out || end.stopped_lost) {
+        kill(-child, SIGTERM);
+        terminated_at = now;
+      }
+    } else if (!end.killed && now - *terminated_at >= kill_after) {
+      kill(-child, SIGKILL);
+      end.killed = true;
+    }
+    timespec pace{0, 20'000'000};
+    nanosleep(&pace, nullptr);
+  }
+  return end;
 }
 
 }  // namespace
@@ -113,8 +152,9 @@ int cron(const Globals& globals, const CronOptions& options) {
     }
     const auto started = Clock::now();
     int status = 0;
+    RunEnd end;
     bool spawned = false;
-    const auto run_child = [&](std::stop_token) {
+    const auto run_child = [&](std::stop_token stop) {
       std::lock_guard spawning(children_mutex);  // no spawn after a stop was forwarded
       if (stopping)
         return;
@@ -131,12 +171,14 @@ int cron(const Globals& globals, const CronOptions& options) {
       spawned = true;
       children.push_back(child.pid);
       children_mutex.unlock();
-      while (waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
-      }
+      end = wait_for_run(child.pid, stop, options.max_time, options.kill_after);
+      status = end.status;
       children_mutex.lock();
       std::erase(children, child.pid);
     };
-    // A run longer than the lease keeps it extended (aligned slots need no extension).
+    // A run longer than the lease keeps it extended (aligned slots need no extension) until it
+    // has ended, also while it is being stopped for --max-time: its group still runs. A run whose
+    // lease is lost is stopped.
     bool lost = false;
     if (options.aligned) {
       run_child({});
@@ -152,9 +194,20 @@ int cron(const Globals& globals, const CronOptions& options) {
       return;
     }
     const auto took = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
-    say(globals, label + ": ran, exit " + std::to_string(exit_code_of(status)) + " in " +
-                     format_duration(took) + (lost ? " (its lease was lost while it ran)" : ""));
-    tell_tick(CronTickEvent::Outcome::ran, Clock::now() - started);
+    const std::string how = end.killed ? "killed" : "terminated";
+    if (end.timed_out) {
+      warn(label + ": ran past --max-time " + format_duration(options.max_time) + "; " + how +
+           " after " + format_duration(took));
+      tell_tick(CronTickEvent::Outcome::failed, Clock::now() - started);
+    } else if (end.stopped_lost) {
+      warn(label + ": its lease was lost (it expired or could not be extended); " + how +
+           " after " + format_duration(took));
+      tell_tick(CronTickEvent::Outcome::failed, Clock::now() - started);
+    } else {
+      say(globals, label + ": ran, exit " + std::to_string(exit_code_of(status)) + " in " +
+                       format_duration(took) + (lost ? " (its lease was lost as it ended)" : ""));
+      tell_tick(CronTickEvent::Outcome::ran, Clock::now() - started);
+    }
     ++ticks_done;
   };
 

@@ -191,6 +191,11 @@ int main(int argc, char** argv) {
                      "name each interval by the Redis server's clock (immune to host clock skew)");
   long long ticks = 0;
   cron_app->add_option("--ticks", ticks, "stop after N ticks")->check(CLI::PositiveNumber);
+  DurationFlag cron_max_time, cron_kill_after;
+  add_duration(*cron_app, "--max-time", cron_max_time,
+               "stop a run (SIGTERM, then SIGKILL) once it has run this long");
+  add_duration(*cron_app, "--kill-after", cron_kill_after,
+               "SIGKILL a run this long after the SIGTERM that stops it (default: 5s)");
   cron_app->add_option("--metrics-file", cron.metrics_file,
                        "write Prometheus metrics to PATH (atomically) after every tick");
 
@@ -301,6 +306,10 @@ int main(int argc, char** argv) {
         cron.lease = cli::require_duration("--lease", lease.text);
       if (ticks > 0)
         cron.ticks = ticks;
+      if (cron_max_time.given())
+        cron.max_time = cli::require_duration("--max-time", cron_max_time.text);
+      if (cron_kill_after.given())
+        cron.kill_after = cli::require_duration("--kill-after", cron_kill_after.text);
       return cli::cron(globals, cron);
     }
     if (status_app->parsed()) {

@@ -40,7 +40,7 @@ std::string shell_quoted(std::string_view text) {
 }
 
 // Prints the token as asked; false if stdout could not take it.
-bool print_token(const AcquireOptions& options, const Held& held) {
+bool print_token(const AcquireOptions& options, const HeldLease& held) {
   const std::string name = lease_name(options);
   const std::optional<std::uint64_t> fence = held.fence();
   switch (options.format) {

@@ -91,12 +91,12 @@ struct Locks {
 
 // One plain try (never queues), as with -n. A try whose outcome stays unknown (a timeout)
 // releases its id before leasehold exits, so that the lease it may have taken is not orphaned.
-std::optional<Held> try_once(const Globals& globals, const TakeOptions& options, Client& redis,
-                             const Locks& locks) {
-  const auto attempt = [&](const auto& query) -> std::optional<Held> {
+std::optional<HeldLease> try_once(const Globals& globals, const TakeOptions& options, Client& redis,
+                                  const Locks& locks) {
+  const auto attempt = [&](const auto& query) -> std::optional<HeldLease> {
     try {
       if (auto token = redis.process(query))
-        return Held(std::move(*token));
+        return HeldLease(std::move(*token));
       return std::nullopt;
     } catch (const Error& e) {
       if (outcome_unknown(e.code())) {
@@ -118,8 +118,8 @@ std::optional<Held> try_once(const Globals& globals, const TakeOptions& options,
 
 // Waits (told of each release; a raw key: polling) until the lease is ours, --wait runs out, or
 // a forwarded signal arrives (nothing runs yet, nothing is held): `signalled` is its number.
-std::optional<Held> wait_in_turn(const Globals& globals, const TakeOptions& options, Client& redis,
-                                 const Locks& locks, int& signalled) {
+std::optional<HeldLease> wait_in_turn(const Globals& globals, const TakeOptions& options,
+                                      Client& redis, const Locks& locks, int& signalled) {
   const Clock::time_point deadline =
       options.wait ? Clock::now() + *options.wait : Clock::time_point::max();
   std::stop_source stop;
@@ -143,13 +143,13 @@ std::optional<Held> wait_in_turn(const Globals& globals, const TakeOptions& opti
     pthread_kill(signals.native_handle(), SIGCHLD);
     signals.join();
   };
-  const auto held = [](auto token) -> std::optional<Held> {
+  const auto held = [](auto token) -> std::optional<HeldLease> {
     if (token)
-      return Held(std::move(*token));
+      return HeldLease(std::move(*token));
     return std::nullopt;
   };
   try {
-    std::optional<Held> lease;
+    std::optional<HeldLease> lease;
     if (options.raw_key)
       lease = held(lock_until(redis, locks.raw, *options.raw_key, deadline, {}, stop.get_token()));
     else if (locks.permits)
@@ -190,20 +190,20 @@ void validate(const TakeOptions& options, std::string_view command) {
     throw UsageError{"--ttl: must be at least 10ms"};
 }
 
-std::string Held::token() const {
+std::string HeldLease::token() const {
   return std::visit([](const auto& token) { return token.id().hex(); }, lease);
 }
-std::string Held::key() const {
+std::string HeldLease::key() const {
   return std::visit([](const auto& token) { return token.key(); }, lease);
 }
-std::optional<std::uint64_t> Held::fence() const {
+std::optional<std::uint64_t> HeldLease::fence() const {
   return std::visit([](const auto& token) { return token.fence(); }, lease);
 }
-LeaseGuard Held::guard(Client& redis, milliseconds max_hold) && {
+LeaseGuard HeldLease::guard(Client& redis, milliseconds max_hold) && {
   return std::visit([&](auto& token) { return LeaseGuard(redis, std::move(token), max_hold); },
                     lease);
 }
-std::string Held::kind(const TakeOptions& options) const {
+std::string HeldLease::kind(const TakeOptions& options) const {
   if (options.raw_key)
     return "a raw key's lock";
   if (options.limit)
