@@ -1,4 +1,4 @@
-#include "child_process.hpp"
+#include "driver_process.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -19,7 +19,7 @@
 
 extern char** environ;
 
-namespace leasehold::testing {
+namespace leasehold::interop {
 namespace {
 
 [[noreturn]] void fail(const std::string& what, int error) {
@@ -78,8 +78,8 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ignored);
 }
 
-ChildProcess::ChildProcess(const std::vector<std::string>& argv,
-                           const std::vector<std::string>& extra_env, std::string stderr_path)
+DriverProcess::DriverProcess(const std::vector<std::string>& argv,
+                             const std::vector<std::string>& extra_env, std::string stderr_path)
     : program_(argv.at(0)), stderr_path_(std::move(stderr_path)) {
   // A child that died before reading its stdin must not kill this process with SIGPIPE.
   static const bool sigpipe_ignored = [] {
@@ -123,7 +123,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv,
   }
 }
 
-ChildProcess::ChildProcess(ChildProcess&& other) noexcept
+DriverProcess::DriverProcess(DriverProcess&& other) noexcept
     : program_(std::move(other.program_)),
       stderr_path_(std::move(other.stderr_path_)),
       pid_(std::exchange(other.pid_, -1)),
@@ -132,13 +132,13 @@ ChildProcess::ChildProcess(ChildProcess&& other) noexcept
       buffered_(std::move(other.buffered_)),
       status_(std::exchange(other.status_, std::nullopt)) {}
 
-ChildProcess::~ChildProcess() {
+DriverProcess::~DriverProcess() {
   kill();
   close_fd(stdin_fd_);
   close_fd(stdout_fd_);
 }
 
-std::optional<std::string> ChildProcess::read_line(Deadline deadline) {
+std::optional<std::string> DriverProcess::read_line(Deadline deadline) {
   for (;;) {
     const auto newline = buffered_.find('\n');
     if (newline != std::string::npos) {
@@ -171,7 +171,7 @@ std::optional<std::string> ChildProcess::read_line(Deadline deadline) {
   }
 }
 
-std::optional<std::string> ChildProcess::read_all(Deadline deadline) {
+std::optional<std::string> DriverProcess::read_all(Deadline deadline) {
   std::string all;
   while (auto line = read_line(deadline))
     all += *line + "\n";
@@ -180,7 +180,7 @@ std::optional<std::string> ChildProcess::read_all(Deadline deadline) {
   return all;
 }
 
-bool ChildProcess::write_line(std::string_view line) {
+bool DriverProcess::write_line(std::string_view line) {
   if (stdin_fd_ < 0)
     return false;
   std::string text(line);
@@ -197,11 +197,11 @@ bool ChildProcess::write_line(std::string_view line) {
   return true;
 }
 
-void ChildProcess::close_stdin() {
+void DriverProcess::close_stdin() {
   close_fd(stdin_fd_);
 }
 
-std::optional<int> ChildProcess::wait(Deadline deadline) {
+std::optional<int> DriverProcess::wait(Deadline deadline) {
   while (!status_ && pid_ > 0) {
     int status = 0;
     const pid_t done = ::waitpid(pid_, &status, WNOHANG);
@@ -218,7 +218,7 @@ std::optional<int> ChildProcess::wait(Deadline deadline) {
   return status_;
 }
 
-void ChildProcess::kill() {
+void DriverProcess::kill() {
   if (pid_ <= 0 || status_)
     return;
   ::kill(pid_, SIGKILL);
@@ -228,7 +228,7 @@ void ChildProcess::kill() {
   status_ = 128 + SIGKILL;
 }
 
-std::string ChildProcess::stderr_text() const {
+std::string DriverProcess::stderr_text() const {
   std::ifstream in(stderr_path_);
   std::ostringstream text;
   text << in.rdbuf();
@@ -248,7 +248,7 @@ std::string run_to_end(const std::vector<std::string>& argv,
   const Deadline deadline = std::chrono::steady_clock::now() + timeout;
   std::error_code ignored;
   std::filesystem::remove(stderr_path, ignored);  // its stderr alone
-  ChildProcess child(argv, extra_env, stderr_path);
+  DriverProcess child(argv, extra_env, stderr_path);
   child.close_stdin();
   const auto out = child.read_all(deadline);
   const auto status = out ? child.wait(deadline) : std::nullopt;
@@ -263,4 +263,4 @@ std::string run_to_end(const std::vector<std::string>& argv,
   return *out;
 }
 
-}  // namespace leasehold::testing
+}  // namespace leasehold::interop

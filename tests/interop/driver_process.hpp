@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace leasehold::testing {
+namespace leasehold::interop {
 
 using Deadline = std::chrono::steady_clock::time_point;
 
@@ -28,18 +28,18 @@ class TempDir {
   std::string path_;
 };
 
-class ChildProcess {
+class DriverProcess {
  public:
   // Starts argv[0] (looked up on PATH when it has no '/') with the environment of this process
   // plus `extra_env` ("NAME=value"), its stderr appended to `stderr_path`. Throws
   // std::runtime_error, naming the program, when it cannot be started.
-  ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
-               std::string stderr_path);
-  ~ChildProcess();  // kills (SIGKILL) and reaps a process still running
-  ChildProcess(ChildProcess&& other) noexcept;
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-  ChildProcess& operator=(ChildProcess&&) = delete;
+  DriverProcess(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
+                std::string stderr_path);
+  ~DriverProcess();  // kills (SIGKILL) and reaps a process still running
+  DriverProcess(DriverProcess&& other) noexcept;
+  DriverProcess(const DriverProcess&) = delete;
+  DriverProcess& operator=(const DriverProcess&) = delete;
+  DriverProcess& operator=(DriverProcess&&) = delete;
 
   pid_t pid() const { return pid_; }
   const std::string& program() const { return program_; }
@@ -80,4 +80,4 @@ std::string run_to_end(const std::vector<std::string>& argv,
 // "a b c", for messages.
 std::string join(const std::vector<std::string>& words);
 
-}  // namespace leasehold::testing
+}  // namespace leasehold::interop

@@ -11,7 +11,7 @@
 #include <regex>
 #include <string>
 
-#include "child_process.hpp"
+#include "driver_process.hpp"
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "other_client.hpp"
@@ -21,10 +21,10 @@ namespace leasehold {
 namespace {
 
 using namespace std::chrono_literals;
+using interop::OtherClient;
+using interop::OtherClientKind;
 using testing::command_calls;
 using testing::eventually;
-using testing::OtherClient;
-using testing::OtherClientKind;
 
 // Bounds for a loaded 2-core machine under a sanitizer: they only have to tell "soon" from
 // "never".
@@ -61,7 +61,7 @@ class InteropTest : public testing::SharedServerTest,
 
   std::string prefix_ = "interop" + std::to_string(unique_number()) + "-";
   std::string key_ = prefix_ + "invoice:42";
-  testing::TempDir scratch_{"interop"};
+  interop::TempDir scratch_{"interop"};
   OtherClient other_{GetParam(), server_->tcp_url(), scratch_.path()};
   std::string version_;
   Client redis_{server_->unix_url()};
@@ -277,7 +277,7 @@ TEST_P(InteropTest, LockerWaiterPollsTheirLockUntouchedAndGetsItAfterTheirReleas
 }
 
 INSTANTIATE_TEST_SUITE_P(Clients, InteropTest,
-                         ::testing::Values(testing::redis_py_client(), testing::redlock_client()),
+                         ::testing::Values(interop::redis_py_client(), interop::redlock_client()),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

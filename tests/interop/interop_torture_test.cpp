@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "child_process.hpp"
+#include "driver_process.hpp"
 #include "history.hpp"
 #include "history_checker.hpp"
 #include "leasehold/leasehold.hpp"
@@ -29,12 +29,12 @@ namespace leasehold {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::ChildProcess;
-using testing::Deadline;
+using interop::Deadline;
+using interop::DriverProcess;
+using interop::OtherClient;
 using testing::Event;
 using testing::EventKind;
 using testing::monotonic_ns;
-using testing::OtherClient;
 using testing::Recorder;
 
 constexpr int kWorkersPerKind = 3;
@@ -119,15 +119,15 @@ class InteropTorture : public testing::SharedServerTest {
 
 TEST_F(InteropTorture, MixedClientsExcludeEachOtherOnOneKey) {
   const auto started = std::chrono::steady_clock::now();
-  testing::TempDir dir("interop-torture");
+  interop::TempDir dir("interop-torture");
   const std::string events = dir.path() + "/events";
   std::filesystem::create_directory(events);
 
   // The other clients' workers, started first (an interpreter takes a while), each waiting for
   // "go" once it is connected.
-  std::vector<ChildProcess> children;
+  std::vector<DriverProcess> children;
   std::map<int, std::string> kind_of;  // pid -> the client it runs
-  for (const auto& kind : {testing::redis_py_client(), testing::redlock_client()}) {
+  for (const auto& kind : {interop::redis_py_client(), interop::redlock_client()}) {
     const OtherClient client(kind, server_->tcp_url(), dir.path());
     try {
       client.check();

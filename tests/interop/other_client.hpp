@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "child_process.hpp"
+#include "driver_process.hpp"
 
-namespace leasehold::testing {
+namespace leasehold::interop {
 
 struct OtherClientKind {
   std::string name;                  // "redis_py", "redlock": a test name's suffix
@@ -73,12 +73,12 @@ class OtherClient {
 
   // A torture worker (see the driver scripts): it prints "ready", waits for a line on stdin,
   // runs `cycles` critical sections and prints "done <cycles>".
-  ChildProcess worker(const std::string& key, std::chrono::milliseconds ttl, int cycles,
-                      std::chrono::milliseconds hold, const std::string& events_file,
-                      const std::string& stderr_file) const {
-    return ChildProcess(argv({"worker", key, std::to_string(ttl.count()), std::to_string(cycles),
-                              std::to_string(hold.count()), events_file}),
-                        kind_.env, stderr_file);
+  DriverProcess worker(const std::string& key, std::chrono::milliseconds ttl, int cycles,
+                       std::chrono::milliseconds hold, const std::string& events_file,
+                       const std::string& stderr_file) const {
+    return DriverProcess(argv({"worker", key, std::to_string(ttl.count()), std::to_string(cycles),
+                               std::to_string(hold.count()), events_file}),
+                         kind_.env, stderr_file);
   }
 
  private:
@@ -108,4 +108,4 @@ class OtherClient {
   std::string scratch_;
 };
 
-}  // namespace leasehold::testing
+}  // namespace leasehold::interop
