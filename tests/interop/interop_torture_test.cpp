@@ -38,7 +38,7 @@ using testing::monotonic_ns;
 using testing::Recorder;
 
 constexpr int kWorkersPerKind = 3;
-constexpr int kCycles = 12;
+constexpr int kCycles = 20;
 constexpr auto kHold = 2ms;
 // Long enough that no lease runs out under a sanitizer on a loaded machine: the test is about
 // exclusion, not expiry.
