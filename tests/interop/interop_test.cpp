@@ -278,6 +278,17 @@ TEST_P(InteropTest, LockerWaiterPollsTheirLockUntouchedAndGetsItAfterTheirReleas
   EXPECT_EQ(get(key_), "(nil)") << "with_lock released it";
 }
 
+TEST_P(InteropTest, MutexOnARawKeyPollsTheirLockUntouchedAndGetsItAfterTheirRelease) {
+  Locker locker(redis_, raw_keys);
+  Mutex mutex(locker, key_, {.ttl = 10s, .waiting = {.poll = 20ms}});
+  check_waiter(*server_, other_, key_, prefix_, [&] {
+    std::scoped_lock hold(mutex);
+    return get(key_);
+  });
+  EXPECT_FALSE(mutex.lost());
+  EXPECT_EQ(get(key_), "(nil)") << "unlock() released it";
+}
+
 INSTANTIATE_TEST_SUITE_P(Clients, InteropTest,
                          ::testing::Values(interop::redis_py_client(), interop::redlock_client()),
                          [](const auto& info) { return info.param.name; });
