@@ -93,9 +93,9 @@ std::string lease_text(const Lease& lease) {
   const StoredLease stored = read_stored_lease(lease.token);
   std::string text = short_token(stored.id_hex) + " (";
   if (stored.holder) {
-    const auto held = std::max(milliseconds::zero(),
-                               std::chrono::duration_cast<milliseconds>(
-                                   std::chrono::system_clock::now() - stored.holder->taken_at));
+    const auto held = std::max(
+        milliseconds::zero(),
+        std::chrono::duration_cast<milliseconds>(server_clock_now() - stored.holder->taken_at));
     text += printable(stored.holder->host) + ", pid " + std::to_string(stored.holder->pid) +
             ", \"" + printable(stored.holder->label) + "\", for " + format_duration(held) + "; ";
   }

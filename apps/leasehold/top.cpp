@@ -275,7 +275,7 @@ Cells cells_of(const Row& row, const Style& style) {
     cells[kHost] = displayable(row.holder->host, style.utf8);
     cells[kPid] = std::to_string(row.holder->pid);
     cells[kLabel] = displayable(row.holder->label, style.utf8);
-    const auto held = std::chrono::system_clock::now() - row.holder->taken_at;
+    const auto held = server_clock_now() - row.holder->taken_at;
     cells[kHeld] = format_duration(
         std::max(milliseconds::zero(), std::chrono::duration_cast<milliseconds>(held)));
   }

@@ -34,7 +34,17 @@ struct Clock {
   }
 };
 
+// The Redis servers' wall clock as this process last measured it: each connection's setup asks
+// the server's TIME and notes how far it is from this host's wall clock (corrected by half the
+// round trip). Holder identity stamps leases with it (holder.hpp), so that holders on hosts whose
+// clocks disagree are compared on one clock; "held for" is server_clock_now() minus that stamp.
+// Before any connection (or when an ACL refuses TIME): this host's clock.
+std::chrono::system_clock::time_point server_clock_now() noexcept;
+
 namespace detail {
+// Notes a connection's measurement for server_clock_now().
+void note_server_clock_offset(std::chrono::nanoseconds server_minus_local) noexcept;
+
 // For tests: moves Clock forward by `by`, as a suspend of that long would (timers due by then
 // fire within ClockWaitTraits::kSlice).
 inline void shift_clock(Clock::duration by) noexcept {

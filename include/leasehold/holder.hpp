@@ -8,7 +8,7 @@
 //   // held[0].holder->host, ->pid, ->label, ->taken_at
 //
 // The identity is the process's: the host name, the process id, a label, and the moment of the
-// acquire by this host's clock. set_holder_identity(false) turns it off: leases taken after that
+// acquire by the server's clock (server_clock_now(), clock.hpp). set_holder_identity(false) turns it off: leases taken after that
 // hold their bare id. See docs/observability.md.
 #pragma once
 
@@ -24,7 +24,8 @@ struct Holder {
   std::string host;
   std::int64_t pid = 0;
   std::string label;
-  std::chrono::system_clock::time_point taken_at;  // by the holder's clock
+  // By the server's clock, as the holder measured it (clock.hpp's server_clock_now()).
+  std::chrono::system_clock::time_point taken_at;
 };
 
 // The label of the leases this process takes from now on (its default: the program's name).

@@ -328,8 +328,11 @@ ClientCore::Awaitable<Failure> ClientCore::handshake() {
     co_await asio::async_write(socket_, asio::buffer(request.data(), request.size()),
                                asio::redirect_error(use_awaitable, ec));
   while (!ec) {
-    if (std::optional<Failure> verdict = handshake.on_bytes(*reader_))
+    if (std::optional<Failure> verdict = handshake.on_bytes(*reader_)) {
+      if (!*verdict && handshake.server_clock_offset())
+        note_server_clock_offset(*handshake.server_clock_offset());
       co_return std::move(*verdict);
+    }
     const std::size_t n =
         tls_ ? co_await tls_->async_read_some(asio::buffer(read_buffer_),
                                               asio::redirect_error(use_awaitable, ec))

@@ -7,7 +7,9 @@
 
 namespace leasehold::detail {
 
-Handshake::Handshake(RedisUrl url, std::string_view client_name) : url_(std::move(url)) {
+Handshake::Handshake(RedisUrl url, std::string_view client_name,
+                     std::chrono::system_clock::time_point sent)
+    : url_(std::move(url)), sent_(sent) {
   if (url_.has_password) {
     steps_.push_back(Step::auth);
     request_ += url_.user.empty() ? Request::command({"AUTH", url_.password}).bytes()
@@ -24,9 +26,32 @@ Handshake::Handshake(RedisUrl url, std::string_view client_name) : url_(std::mov
   // PING tells "needs a password" (NOAUTH) and "still loading" apart before any call is sent.
   steps_.push_back(Step::ping);
   request_ += Request::command({"PING"}).bytes();
+  // The server's clock, for the holder identity's "since when" (clock.hpp).
+  steps_.push_back(Step::time);
+  request_ += Request::command({"TIME"}).bytes();
 }
 
-std::optional<Failure> Handshake::on_bytes(codec::ReplyReader& reader) {
+namespace {
+
+// TIME's reply [seconds, microseconds] as a time point; nothing for any other reply.
+std::optional<std::chrono::system_clock::time_point> time_of(const Reply& reply) {
+  if (reply.type != Reply::Type::array || reply.elements.size() != 2)
+    return std::nullopt;
+  try {
+    const long long seconds = std::stoll(reply.elements[0].str);
+    const long long micros = std::stoll(reply.elements[1].str);
+    return std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::seconds(seconds) + std::chrono::microseconds(micros)));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::optional<Failure> Handshake::on_bytes(codec::ReplyReader& reader,
+                                           std::chrono::system_clock::time_point now) {
   std::error_code parse_error;
   while (replies_.size() < steps_.size()) {
     Reply* reply = reader.next(parse_error);
@@ -41,7 +66,12 @@ std::optional<Failure> Handshake::on_bytes(codec::ReplyReader& reader) {
   }
   if (replies_.size() < steps_.size())
     return std::nullopt;
-  return judge(!reader.idle());
+  Failure verdict = judge(!reader.idle());
+  if (!verdict) {
+    if (const auto server = time_of(replies_.back()))
+      offset_ = *server - (sent_ + (now - sent_) / 2);
+  }
+  return verdict;
 }
 
 Failure Handshake::judge(bool more) const {
@@ -62,6 +92,14 @@ Failure Handshake::judge(bool more) const {
     }
     // Each step has one success reply. Any other means that unsolicited bytes (a greeting)
     // shifted the replies, and what is still to come would be taken for the first calls'.
+    if (steps_[i] == Step::time) {
+      if (!time_of(reply)) {
+        return {make_error_code(errc::protocol_error),
+                "the server at " + url_.address() + " answered TIME with " + to_string(reply) +
+                    "; it may not be a Redis server"};
+      }
+      continue;
+    }
     const std::string_view expected = steps_[i] == Step::ping ? "PONG" : "OK";
     if (reply.type != Reply::Type::status || reply.str != expected) {
       return {make_error_code(errc::protocol_error),
@@ -97,6 +135,8 @@ Failure Handshake::refused(Step step, const Reply& reply) const {
                 "Redis at " + url_.address() + " is loading its dataset"};
       }
       return {};  // e.g. NOPERM for PING: calls will say what they lack
+    case Step::time:
+      return {};  // an ACL may forbid TIME: holders are then stamped by this host's clock
   }
   return {};
 }

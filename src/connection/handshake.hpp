@@ -1,9 +1,10 @@
 // The setup of a new connection, without any I/O: the commands it sends (AUTH, SELECT,
-// CLIENT SETNAME, PING, in one write) and the verdict on their replies. The connection's loop
+// CLIENT SETNAME, PING, TIME, in one write) and the verdict on their replies. The connection's loop
 // writes request(), feeds what it reads to a codec::ReplyReader and hands the reader to
 // on_bytes() until that gives the verdict.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,14 +20,23 @@ namespace leasehold::detail {
 
 class Handshake {
  public:
-  // `client_name`: empty for no CLIENT SETNAME.
-  Handshake(RedisUrl url, std::string_view client_name);
+  // `client_name`: empty for no CLIENT SETNAME. `sent`: when request() goes out, by the wall
+  // clock.
+  Handshake(RedisUrl url, std::string_view client_name,
+            std::chrono::system_clock::time_point sent = std::chrono::system_clock::now());
 
   std::string_view request() const noexcept { return request_; }
 
   // Takes the replies `reader` holds: nothing until every step's reply came, then the verdict
   // (no error: the connection is ready for calls).
-  std::optional<Failure> on_bytes(codec::ReplyReader& reader);
+  // `now`: the wall clock as the bytes arrived.
+  std::optional<Failure> on_bytes(
+      codec::ReplyReader& reader,
+      std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
+
+  // After a verdict without error: the server's wall clock minus this host's, from its TIME and
+  // half the round trip; nothing when the server refused TIME (an ACL may).
+  std::optional<std::chrono::nanoseconds> server_clock_offset() const noexcept { return offset_; }
 
   // The failure when the connection broke while logging in with `error`. Under TLS, `tls_why` is
   // what the TLS layer said failed (empty if it was not TLS), and `client_certificate` whether
@@ -35,7 +45,7 @@ class Handshake {
                  bool client_certificate) const;
 
  private:
-  enum class Step { auth, select, set_name, ping };
+  enum class Step { auth, select, set_name, ping, time };
 
   // The verdict on replies_, one per step; `more` when bytes followed them.
   Failure judge(bool more) const;
@@ -45,6 +55,8 @@ class Handshake {
   std::vector<Step> steps_;
   std::string request_;
   std::vector<Reply> replies_;
+  std::chrono::system_clock::time_point sent_;
+  std::optional<std::chrono::nanoseconds> offset_;
 };
 
 }  // namespace leasehold::detail

@@ -10,6 +10,8 @@
 #include <mutex>
 #include <vector>
 
+#include "leasehold/clock.hpp"
+
 namespace leasehold {
 namespace {
 
@@ -182,8 +184,9 @@ std::string holder_suffix(std::string_view label) {
   } else {
     suffix = suffix_prefix(holder, label);
   }
-  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::system_clock::now().time_since_epoch());
+  // By the servers' clock (clock.hpp), so that holders on hosts with skewed clocks compare.
+  const auto now =
+      std::chrono::duration_cast<std::chrono::milliseconds>(server_clock_now().time_since_epoch());
   char digits[24];
   const auto written = std::to_chars(digits, digits + sizeof digits, now.count());
   suffix.append(digits, written.ptr);

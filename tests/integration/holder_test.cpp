@@ -158,5 +158,36 @@ TEST_F(HolderTest, TurnedOffALeaseHoldsItsBareId) {
   EXPECT_TRUE(redis_.process(token->release()));
 }
 
+// A holder's start is stamped by the server's clock: a server whose clock is an hour ahead of
+// this host's (a skewed host, seen from the server) gets leases taken an hour ahead, and "held
+// for" computed on the same clock is still the real time held.
+TEST_F(HolderTest, TheStartIsStampedByTheServersClock) {
+  using testing::RedisServer;
+  RedisServer skewed(RedisServer::Options{.extra_args = {}, .fake_clock = true});
+  skewed.set_clock_offset(1h);
+  Client client(skewed.unix_url());
+  client.connect();  // the setup measures the server's clock
+  const auto ahead = server_clock_now() - std::chrono::system_clock::now();
+  EXPECT_GT(ahead, 1h - 5s);
+  EXPECT_LT(ahead, 1h + 5s);
+  const Lock<std::string> locks{"holder", 10s};
+  auto token = client.process(locks.try_lock(name_));
+  ASSERT_TRUE(token);
+  const auto held = client.process(describe(locks, name_));
+  ASSERT_EQ(held.size(), 1u);
+  ASSERT_TRUE(held[0].holder);
+  const auto from_server = held[0].holder->taken_at - std::chrono::system_clock::now();
+  EXPECT_GT(from_server, 1h - 5s) << "stamped by the server's clock, not this host's";
+  EXPECT_LT(from_server, 1h + 5s);
+  const auto held_for = server_clock_now() - held[0].holder->taken_at;
+  EXPECT_GE(held_for, -1s);
+  EXPECT_LT(held_for, 5s);
+  EXPECT_TRUE(client.process(token->release()));
+  // Back to the suite's server: its setup measures that clock again.
+  Client back(server_->unix_url());
+  back.connect();
+  EXPECT_LT(std::chrono::abs(server_clock_now() - std::chrono::system_clock::now()), 5s);
+}
+
 }  // namespace
 }  // namespace leasehold

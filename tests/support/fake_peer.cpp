@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <chrono>
 
 #include <cerrno>
 #include <cstring>
@@ -105,6 +106,12 @@ PeerAction answer_like_redis(const PeerEvent& event) {
   const std::string name = upper(command.at(0));
   if (name == "PING")
     return PeerAction::send(command.size() > 1 ? resp::bulk(command[1]) : resp::status("PONG"));
+  if (name == "TIME") {  // this host's clock, as a server beside it would answer
+    const auto now = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::system_clock::now().time_since_epoch());
+    return PeerAction::send(resp::array({resp::bulk(std::to_string(now.count() / 1'000'000)),
+                                         resp::bulk(std::to_string(now.count() % 1'000'000))}));
+  }
   if (name == "ECHO" && command.size() == 2)
     return PeerAction::send(resp::bulk(command[1]));
   if (name == "AUTH" || name == "SELECT" || name == "SET" ||

@@ -23,25 +23,59 @@ std::optional<Failure> verdict(Handshake& handshake, const std::string& replies)
   return handshake.on_bytes(reader);
 }
 
+// TIME's reply: 1700000000.25 s since the epoch.
+const std::string kTime = "*2\r\n$10\r\n1700000000\r\n$6\r\n250000\r\n";
+
 bool says(const Failure& failure, const std::string& words) {
   return failure.detail.find(words) != std::string::npos;
 }
 
-TEST(Handshake, SendsAuthSelectNameAndPingInOneWrite) {
+TEST(Handshake, SendsAuthSelectNamePingAndTimeInOneWrite) {
   Handshake handshake(RedisUrl::parse("redis://alice:secret@127.0.0.1:7000/3"), "worker-1");
   EXPECT_EQ(handshake.request(), bytes_of({"AUTH", "alice", "secret"}) + bytes_of({"SELECT", "3"}) +
                                      bytes_of({"CLIENT", "SETNAME", "worker-1"}) +
-                                     bytes_of({"PING"}));
-  const std::optional<Failure> ready = verdict(handshake, "+OK\r\n+OK\r\n+OK\r\n+PONG\r\n");
+                                     bytes_of({"PING"}) + bytes_of({"TIME"}));
+  const std::optional<Failure> ready = verdict(handshake, "+OK\r\n+OK\r\n+OK\r\n+PONG\r\n" + kTime);
   ASSERT_TRUE(ready);
   EXPECT_FALSE(ready->error) << ready->detail;
 }
 
-TEST(Handshake, APlainUrlSendsOnlyPing) {
+TEST(Handshake, APlainUrlSendsOnlyPingAndTime) {
   Handshake handshake(RedisUrl::parse("redis://127.0.0.1:7000"), "");
-  EXPECT_EQ(handshake.request(), bytes_of({"PING"}));
+  EXPECT_EQ(handshake.request(), bytes_of({"PING"}) + bytes_of({"TIME"}));
   Handshake with_password(RedisUrl::parse("redis://:secret@127.0.0.1:7000"), "");
-  EXPECT_EQ(with_password.request(), bytes_of({"AUTH", "secret"}) + bytes_of({"PING"}));
+  EXPECT_EQ(with_password.request(),
+            bytes_of({"AUTH", "secret"}) + bytes_of({"PING"}) + bytes_of({"TIME"}));
+}
+
+TEST(Handshake, MeasuresTheServersClockAgainstHalfTheRoundTrip) {
+  using namespace std::chrono_literals;
+  const std::chrono::system_clock::time_point sent(1699999990s);
+  Handshake handshake(RedisUrl::parse("redis://127.0.0.1:7000"), "", sent);
+  codec::ReplyReader reader;
+  const std::string replies = "+PONG\r\n" + kTime;
+  reader.feed(replies.data(), replies.size());
+  const std::optional<Failure> ready = handshake.on_bytes(reader, sent + 2s);
+  ASSERT_TRUE(ready);
+  EXPECT_FALSE(ready->error) << ready->detail;
+  // The server said 1700000000.25 halfway through the round trip, at 1699999991 here.
+  ASSERT_TRUE(handshake.server_clock_offset());
+  EXPECT_EQ(*handshake.server_clock_offset(), 9250ms);
+}
+
+TEST(Handshake, ARefusedTimeIsOnlyTheServersClockLost) {
+  Handshake handshake(RedisUrl::parse("redis://127.0.0.1:7000"), "");
+  const std::optional<Failure> ready =
+      verdict(handshake, "+PONG\r\n-NOPERM this user has no permissions to run 'time'\r\n");
+  ASSERT_TRUE(ready);
+  EXPECT_FALSE(ready->error) << ready->detail;
+  EXPECT_FALSE(handshake.server_clock_offset()) << "holders are stamped by this host's clock";
+
+  Handshake odd(RedisUrl::parse("redis://127.0.0.1:7000"), "");
+  const std::optional<Failure> failure = verdict(odd, "+PONG\r\n+OK\r\n");
+  ASSERT_TRUE(failure);
+  EXPECT_EQ(failure->error, make_error_code(errc::protocol_error));
+  EXPECT_TRUE(says(*failure, "answered TIME with")) << failure->detail;
 }
 
 TEST(Handshake, WaitsForEveryReply) {
@@ -52,6 +86,8 @@ TEST(Handshake, WaitsForEveryReply) {
   EXPECT_FALSE(handshake.on_bytes(reader));
   const std::string rest = "NG\r\n";
   reader.feed(rest.data(), rest.size());
+  EXPECT_FALSE(handshake.on_bytes(reader)) << "TIME's reply is still to come";
+  reader.feed(kTime.data(), kTime.size());
   const std::optional<Failure> ready = handshake.on_bytes(reader);
   ASSERT_TRUE(ready);
   EXPECT_FALSE(ready->error) << ready->detail;
@@ -60,7 +96,7 @@ TEST(Handshake, WaitsForEveryReply) {
 TEST(Handshake, ARefusedPasswordIsFatalAndNamesTheUser) {
   Handshake handshake(RedisUrl::parse("redis://alice:wrong@127.0.0.1:7000"), "");
   const std::optional<Failure> failure =
-      verdict(handshake, "-WRONGPASS invalid username-password pair\r\n-NOAUTH x\r\n");
+      verdict(handshake, "-WRONGPASS invalid username-password pair\r\n-NOAUTH x\r\n-NOAUTH x\r\n");
   ASSERT_TRUE(failure);
   EXPECT_EQ(failure->error, make_error_code(errc::auth_failed));
   EXPECT_TRUE(says(*failure, "refused to log in as user 'alice' from the URL: WRONGPASS"))
@@ -70,7 +106,7 @@ TEST(Handshake, ARefusedPasswordIsFatalAndNamesTheUser) {
 TEST(Handshake, ARefusedDatabaseIsFatal) {
   Handshake handshake(RedisUrl::parse("redis://127.0.0.1:7000/99"), "");
   const std::optional<Failure> failure =
-      verdict(handshake, "-ERR DB index is out of range\r\n+PONG\r\n");
+      verdict(handshake, "-ERR DB index is out of range\r\n+PONG\r\n" + kTime);
   ASSERT_TRUE(failure);
   EXPECT_EQ(failure->error, make_error_code(errc::select_failed));
   EXPECT_TRUE(says(*failure, "refused SELECT 99: ERR DB index is out of range")) << failure->detail;
@@ -79,38 +115,39 @@ TEST(Handshake, ARefusedDatabaseIsFatal) {
 TEST(Handshake, ARefusedNameIsOnlyACourtesyLost) {
   Handshake handshake(RedisUrl::parse("redis://127.0.0.1:7000"), "n");
   const std::optional<Failure> ready =
-      verdict(handshake, "-NOPERM no permission for CLIENT SETNAME\r\n+PONG\r\n");
+      verdict(handshake, "-NOPERM no permission for CLIENT SETNAME\r\n+PONG\r\n" + kTime);
   ASSERT_TRUE(ready);
   EXPECT_FALSE(ready->error) << ready->detail;
 }
 
 TEST(Handshake, PingTellsAMissingPasswordAndALoadingServerApart) {
   Handshake no_password(RedisUrl::parse("redis://127.0.0.1:7000"), "");
-  std::optional<Failure> failure = verdict(no_password, "-NOAUTH Authentication required.\r\n");
+  std::optional<Failure> failure = verdict(
+      no_password, "-NOAUTH Authentication required.\r\n-NOAUTH Authentication required.\r\n");
   ASSERT_TRUE(failure);
   EXPECT_EQ(failure->error, make_error_code(errc::auth_failed));
   EXPECT_TRUE(says(*failure, "requires a password, and the URL gives none")) << failure->detail;
 
   Handshake loading(RedisUrl::parse("redis://127.0.0.1:7000"), "");
-  failure = verdict(loading, "-LOADING Redis is loading the dataset in memory\r\n");
+  failure = verdict(loading, "-LOADING Redis is loading the dataset in memory\r\n" + kTime);
   ASSERT_TRUE(failure);
   EXPECT_EQ(failure->error, make_error_code(errc::server_loading));
 
   Handshake no_ping(RedisUrl::parse("redis://127.0.0.1:7000"), "");
-  failure = verdict(no_ping, "-NOPERM this user has no permissions to run 'ping'\r\n");
+  failure = verdict(no_ping, "-NOPERM this user has no permissions to run 'ping'\r\n" + kTime);
   ASSERT_TRUE(failure);
   EXPECT_FALSE(failure->error) << "calls will say what they lack";
 }
 
 TEST(Handshake, BytesBeyondTheSetupsRepliesAreAProtocolError) {
   Handshake greeted(RedisUrl::parse("redis://127.0.0.1:7000"), "");
-  std::optional<Failure> failure = verdict(greeted, "+PONG\r\n+HELLO\r\n");
+  std::optional<Failure> failure = verdict(greeted, "+PONG\r\n" + kTime + "+HELLO\r\n");
   ASSERT_TRUE(failure);
   EXPECT_EQ(failure->error, make_error_code(errc::protocol_error));
   EXPECT_TRUE(says(*failure, "sent more than the replies")) << failure->detail;
 
   Handshake shifted(RedisUrl::parse("redis://127.0.0.1:7000"), "n");
-  failure = verdict(shifted, "+WELCOME\r\n+OK\r\n");
+  failure = verdict(shifted, "+WELCOME\r\n+OK\r\n+PONG\r\n");
   ASSERT_TRUE(failure);
   EXPECT_EQ(failure->error, make_error_code(errc::protocol_error));
   EXPECT_TRUE(says(*failure, "where Redis answers OK")) << failure->detail;
