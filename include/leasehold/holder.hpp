@@ -8,8 +8,8 @@
 //   // held[0].holder->host, ->pid, ->label, ->taken_at
 //
 // The identity is the process's: the host name, the process id, a label, and the moment of the
-// acquire by the server's clock (server_clock_now(), clock.hpp). set_holder_identity(false) turns it off: leases taken after that
-// hold their bare id. See docs/observability.md.
+// acquire by the server's clock (server_clock_now(), clock.hpp). set_holder_identity(false) turns
+// it off: leases taken after that hold their bare id. See docs/observability.md.
 #pragma once
 
 #include <chrono>

@@ -225,9 +225,6 @@ std::shared_ptr<LeaseState> adopted_lease(std::string key, std::string_view valu
 // clients' locks share (raw_lock.hpp).
 struct BareValue {};
 
-}  // namespace detail
-
-namespace detail {
 // Makes tokens: only the acquire queries and adopt() do.
 struct TokenAccess {
   template <class Token>
