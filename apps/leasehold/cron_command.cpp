@@ -34,8 +34,12 @@ CronPlan checked_plan(const CronOptions& options) {
     throw UsageError{"cron: no COMMAND given (leasehold cron --every DUR NAME -- COMMAND ...)"};
   if (options.every <= milliseconds::zero())
     throw UsageError{"--every: must be positive"};
-  const std::optional<milliseconds> lease =
+  std::optional<milliseconds> lease =
       options.lease ? options.lease : default_cron_lease(options.every);
+  // An aligned job claims server-time slots and takes no lease of --lease's length: a short
+  // interval needs no room for one.
+  if (!lease && options.aligned && options.every > milliseconds(1))
+    lease = options.every - std::max(options.every / 10, milliseconds(1));
   if (!lease) {
     throw UsageError{"--lease: the interval " + format_duration(options.every) +
                      " is too short for the default lease (10% and at least 1 s less); give "

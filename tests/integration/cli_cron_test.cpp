@@ -74,5 +74,17 @@ TEST_F(CliCronTest, ARunWhoseLeaseIsLostIsTerminated) {
   EXPECT_NE(cron.err().find("terminated"), std::string::npos) << cron.err();
 }
 
+TEST_F(CliCronTest, AnAlignedJobTakesAShortIntervalWithoutALease) {
+  ChildProcess cron(cli_args({"cron", "--aligned", "--every", "1s", "--ticks", "1", name_, "--",
+                              "sh", "-c", "echo $LEASEHOLD_SLOT"}),
+                    server_->dir());
+  EXPECT_EQ(cron.wait(15s), 0) << cron.err();
+  EXPECT_FALSE(cron.out().empty()) << "the run got its slot";
+  ChildProcess plain(cli_args({"cron", "--every", "1s", "--ticks", "1", name_, "--", "true"}),
+                     server_->dir());
+  EXPECT_EQ(plain.wait(15s), 64) << "a plain job's default lease does not fit in 1 s";
+  EXPECT_NE(plain.err().find("give --lease"), std::string::npos) << plain.err();
+}
+
 }  // namespace
 }  // namespace leasehold

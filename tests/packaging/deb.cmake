@@ -81,13 +81,13 @@ expect_match("leasehold --version" "${out}" "^leasehold ${VERSION}\n")
 # The man page: generated from the help, one section per subcommand, and man reads it.
 run("gzip -dc the man page" gzip -dc ${man_page})
 expect_match("leasehold.1" "${out}" "\n\\.TH LEASEHOLD \"1\"")
-expect_match("leasehold.1" "${out}" "\n\\.SS \"leasehold run \\[OPTIONS\\] NAME")
+expect_match("leasehold.1" "${out}" "\n\\.SS \"leasehold run \\[OPTIONS\\] \\[NAME\\]")
 expect_match("leasehold.1" "${out}" "\\\\fB\\\\-\\\\-exclusive\\\\fR")
 find_program(man_path man)
 if(man_path)
   run("man -l" ${CMAKE_COMMAND} -E env MANPAGER=cat MANWIDTH=100 LC_ALL=C.UTF-8
       ${man_path} -l ${man_page})
-  expect_match("man -l leasehold.1.gz" "${out}" "leasehold release \\[OPTIONS\\] NAME")
+  expect_match("man -l leasehold.1.gz" "${out}" "leasehold release \\[OPTIONS\\] \\[NAME\\]")
 endif()
 
 # The bash completion, with the packaged command first on PATH; lease names against a private
