@@ -75,6 +75,10 @@ class MetricsFile {
   mutable bool warned_ = false;
 };
 
+// Why a kept lease was lost, from its keep-alive's cause: "could not extend it: …" or "it expired
+// or was taken over".
+std::string loss_reason(std::error_code cause);
+
 // If `e` is a Redis failure (unreachable, refusing, out of memory, no permission), prints the
 // one-line reason and exits 69.
 [[noreturn]] void exit_unavailable(const std::exception& e);

@@ -107,6 +107,10 @@ void exit_failure(const Globals& globals, Client& redis, const std::string& name
   std::exit(kExitDataErr);
 }
 
+std::string loss_reason(std::error_code cause) {
+  return cause ? "could not extend it: " + cause.message() : "it expired or was taken over";
+}
+
 void exit_raw_key_failure(Client& redis, const std::string& key, const std::exception& e) {
   const auto* error = dynamic_cast<const Error*>(&e);
   if (error == nullptr || error->code() != errc::wrong_type)

@@ -183,11 +183,8 @@ int run(const Globals& globals, const RunOptions& options) {
     return kExitTimedOut;
   }
   if (keep_alive.lost()) {
-    const std::error_code loss_cause = keep_alive.cause();
-    warn("lost the lease on '" + name + "' (" +
-         (loss_cause ? "could not extend it: " + loss_cause.message()
-                     : std::string("it expired or was taken over")) +
-         "); " + command_fate(end));
+    warn("lost the lease on '" + name + "' (" + loss_reason(keep_alive.cause()) + "); " +
+         command_fate(end));
     report_out_of_reach(end);
     return kExitLeaseLost;
   }

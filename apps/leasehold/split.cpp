@@ -279,11 +279,7 @@ int hold(const Globals& globals, const AcquireOptions& options) {
     return kExitTimedOut;
   }
   if (keep_alive.lost()) {
-    const std::error_code cause = keep_alive.cause();
-    warn("lost the lease on '" + name + "' (" +
-         (cause ? "could not extend it: " + cause.message()
-                : std::string("it expired or was taken over")) +
-         ")");
+    warn("lost the lease on '" + name + "' (" + loss_reason(keep_alive.cause()) + ")");
     return kExitLeaseLost;
   }
   return 0;
