@@ -135,13 +135,6 @@ std::string require_token(const std::string& token) {
   }
 }
 
-// Whether a lease's stored value (a lock key's, a reader's) is the lease of `token`.
-bool is_lease_of(std::string_view value, std::string_view token) {
-  if (value.size() < token.size() || value.substr(0, token.size()) != token)
-    return false;
-  return value.size() == token.size() || value[token.size()] == ';' || value[token.size()] == ':';
-}
-
 // Extends (extend: true) or releases the lease of `options.token`: found by its id among the
 // name's writer and readers (or the raw key's holder), then adopted by its stored value, whose
 // compare-and-act makes it safe: a lease that ran out in between is not touched. Nothing found:
@@ -151,21 +144,27 @@ bool act_on_token(const Globals& globals, const TokenOptions& options, const std
   const auto act = [&](const auto& adopted) {
     return extend ? redis.process(adopted.extend()) : redis.process(adopted.release());
   };
+  // The lease's value if `stored` (a key's value, a reader) is the token's lease.
+  const auto lease_of_token = [&](const Reply& stored) -> std::optional<std::string> {
+    if (stored.type != Reply::Type::string)
+      return std::nullopt;
+    StoredLease lease = read_stored_lease(stored.str);
+    if (lease.id_hex != token)
+      return std::nullopt;
+    return std::move(lease.value);
+  };
   if (options.raw_key) {
-    const Reply value = redis.process(Command{"GET", *options.raw_key});
-    if (value.type != Reply::Type::string || !is_lease_of(value.str, token))
-      return false;
-    return act(
-        RawLock(options.ttl).adopt(*options.raw_key, std::string(detail::lock_holder(value.str))));
+    const auto value = lease_of_token(redis.process(Command{"GET", *options.raw_key}));
+    return value && act(RawLock(options.ttl).adopt(*options.raw_key, *value));
   }
   const RwLock<std::string> lock = run_lock(globals, options.ttl);
-  const Reply writer = redis.process(Command{"GET", lock.writer_key(options.name)});
-  if (writer.type == Reply::Type::string && is_lease_of(writer.str, token))
-    return act(lock.adopt_write(options.name, writer.str));
+  if (const auto value =
+          lease_of_token(redis.process(Command{"GET", lock.writer_key(options.name)})))
+    return act(lock.adopt_write(options.name, *value));
   const Reply readers = redis.process(Command{"ZRANGE", lock.readers_key(options.name), "0", "-1"});
   for (const Reply& reader : readers.elements)
-    if (is_lease_of(reader.str, token))
-      return act(lock.adopt_read(options.name, reader.str));
+    if (const auto value = lease_of_token(reader))
+      return act(lock.adopt_read(options.name, *value));
   return false;
 }
 

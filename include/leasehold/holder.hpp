@@ -41,6 +41,8 @@ void set_holder_identity(bool on);
 struct StoredLease {
   std::string id_hex;
   std::optional<Holder> holder;
+  // The lease's value without the mark: what a primitive's adopt() takes.
+  std::string value;
 };
 StoredLease read_stored_lease(std::string_view stored);
 

@@ -116,7 +116,7 @@ void set_holder_identity(bool on) {
 StoredLease read_stored_lease(std::string_view stored) {
   stored = stored.substr(0, stored.find(':'));  // a waiter's mark follows a ':'
   const std::size_t end_of_id = stored.find(';');
-  StoredLease lease{std::string(stored.substr(0, end_of_id)), std::nullopt};
+  StoredLease lease{std::string(stored.substr(0, end_of_id)), std::nullopt, std::string(stored)};
   if (end_of_id == std::string_view::npos)
     return lease;
   std::vector<std::string_view> fields;

@@ -62,12 +62,15 @@ TEST(HolderIdentity, ALabelOfAnyBytesIsEscapedAndReadBack) {
 TEST(HolderIdentity, AWaitersMarkIsNotPartOfTheHolder) {
   const std::string id = LeaseId::generate().hex();
   const std::string head = LeaseId::generate().hex() + detail::holder_suffix("waiter");
-  const StoredLease stored = read_stored_lease(id + detail::holder_suffix("holder") + ":" + head);
+  const std::string holder = detail::holder_suffix("holder");
+  const StoredLease stored = read_stored_lease(id + holder + ":" + head);
   EXPECT_EQ(stored.id_hex, id);
+  EXPECT_EQ(stored.value, id + holder) << "the lease's value, as adopt() takes it";
   ASSERT_TRUE(stored.holder);
   EXPECT_EQ(stored.holder->label, "holder");
   EXPECT_EQ(read_stored_lease(id + ":" + head).id_hex, id) << "a bare id, marked";
   EXPECT_FALSE(read_stored_lease(id + ":" + head).holder);
+  EXPECT_EQ(read_stored_lease(id + ":" + head).value, id);
 }
 
 TEST(HolderIdentity, OffLeavesTheBareIdAndAnUnknownSuffixIsTheIdAlone) {
