@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "build_paths.hpp"
 #include "eventually.hpp"
 #include "redis_cluster.hpp"
 
@@ -22,7 +23,8 @@ struct CliRun {
 };
 
 CliRun doctor(const std::string& url) {
-  const std::string command = std::string(LEASEHOLD_CLI) + " --redis '" + url + "' doctor";
+  const std::string command =
+      std::string(testing::build_paths::cli) + " --redis '" + url + "' doctor";
   FILE* out = ::popen(command.c_str(), "r");
   CliRun run;
   if (out == nullptr)

@@ -19,6 +19,7 @@
 #include <set>
 #include <thread>
 
+#include "build_paths.hpp"
 #include "eventually.hpp"
 #include "redis_cluster.hpp"
 
@@ -251,8 +252,9 @@ TEST_F(ClusterTest, WhileHeldWithLockMutexAndCronWorkUnchanged) {
 
 TEST_F(ClusterTest, TheCommandLineToolTakesAClusterUrl) {
   const std::string name = unique("cli");
-  const std::string command = std::string(LEASEHOLD_CLI) + " --redis '" + cluster_->url() +
-                              "' run " + name + " -- sh -c 'echo ran \"$LEASEHOLD_NAME\"; exit 3'";
+  const std::string command = std::string(testing::build_paths::cli) + " --redis '" +
+                              cluster_->url() + "' run " + name +
+                              " -- sh -c 'echo ran \"$LEASEHOLD_NAME\"; exit 3'";
   FILE* out = ::popen(command.c_str(), "r");
   ASSERT_NE(out, nullptr);
   char buffer[256] = {};
@@ -270,7 +272,8 @@ TEST_F(ClusterTest, TheCommandLineToolTakesAClusterUrl) {
     names.push_back(unique("listed"));
     tokens.push_back(*redis.process(run.try_write(names.back())));
   }
-  const std::string list = std::string(LEASEHOLD_CLI) + " --redis '" + cluster_->url() + "' list";
+  const std::string list =
+      std::string(testing::build_paths::cli) + " --redis '" + cluster_->url() + "' list";
   out = ::popen(list.c_str(), "r");
   ASSERT_NE(out, nullptr);
   std::string listed;

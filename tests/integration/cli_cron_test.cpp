@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 
+#include "build_paths.hpp"
 #include "child_process.hpp"
 #include "eventually.hpp"
 #include "redis_server.hpp"
@@ -23,7 +24,7 @@ class CliCronTest : public testing::SharedServerTest {
   void SetUp() override { name_ = "cron" + std::to_string(unique_number()); }
 
   std::vector<std::string> cli_args(std::vector<std::string> args) const {
-    args.insert(args.begin(), {LEASEHOLD_CLI, "--redis", server_->unix_url()});
+    args.insert(args.begin(), {testing::build_paths::cli, "--redis", server_->unix_url()});
     return args;
   }
   std::string cron_key() const { return "leasehold:Lock:cron:" + name_; }

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "build_paths.hpp"
 #include "redis_server.hpp"
 #include "shared_server.hpp"
 
@@ -46,7 +47,7 @@ CliRun run_cli(std::vector<std::string> args, const std::string& dir) {
   const std::string id = std::to_string(++counter);
   const std::string out_path = dir + "/doctor" + id + ".out";
   const std::string err_path = dir + "/doctor" + id + ".err";
-  args.insert(args.begin(), LEASEHOLD_CLI);
+  args.insert(args.begin(), testing::build_paths::cli);
   std::vector<char*> argv;
   for (auto& arg : args)
     argv.push_back(arg.data());
@@ -269,7 +270,8 @@ TEST_F(CliDoctorTest, JsonHasTheServerAndEveryFinding) {
 
 // docs/cli.md is the manual: doctor and each of its options are in it.
 TEST_F(CliDoctorTest, TheManualDocumentsDoctorAndItsOptions) {
-  const std::string manual = read_file(std::string(LEASEHOLD_SOURCE_DIR) + "/docs/cli.md");
+  const std::string manual =
+      read_file(std::string(testing::build_paths::source_dir) + "/docs/cli.md");
   EXPECT_NE(manual.find("## `leasehold doctor"), std::string::npos);
   const CliRun help = run_cli({"doctor", "--help"}, server_->dir());
   ASSERT_EQ(help.exit_code, 0);

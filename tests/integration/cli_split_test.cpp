@@ -10,6 +10,7 @@
 #include <regex>
 #include <string>
 
+#include "build_paths.hpp"
 #include "child_process.hpp"
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
@@ -43,7 +44,8 @@ class CliSplitTest : public testing::SharedServerTest {
   }
   std::vector<std::string> cli_args(std::vector<std::string> args,
                                     const std::string& url = {}) const {
-    args.insert(args.begin(), {LEASEHOLD_CLI, "--redis", url.empty() ? server_->unix_url() : url});
+    args.insert(args.begin(),
+                {testing::build_paths::cli, "--redis", url.empty() ? server_->unix_url() : url});
     return args;
   }
   std::string token_of(const Ran& ran) const { return ran.out.substr(0, 32); }
@@ -95,7 +97,7 @@ TEST_F(CliSplitTest, AnAcquiredLeaseLivesForItsTtlOnly) {
 
 TEST_F(CliSplitTest, EnvOutputMakesTheNextStepsOfAShellScriptWork) {
   const std::string cli =
-      std::string("'") + LEASEHOLD_CLI + "' --redis '" + server_->unix_url() + "'";
+      std::string("'") + testing::build_paths::cli + "' --redis '" + server_->unix_url() + "'";
   ChildProcess script({"sh", "-c",
                        "set -e; eval \"$(" + cli + " acquire --env " + name_ +
                            ")\"; echo \"$LEASEHOLD_NAME $LEASEHOLD_FENCE\"; " + cli + " status " +

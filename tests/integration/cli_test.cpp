@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "build_paths.hpp"
 #include "child_process.hpp"
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
@@ -45,14 +46,18 @@ class Cli : public testing::ChildProcess {
 
  private:
   static std::vector<std::string> with_program(std::vector<std::string> args) {
-    args.insert(args.begin(), LEASEHOLD_CLI);
+    args.insert(args.begin(), testing::build_paths::cli);
     return args;
   }
 };
 
 class CliTest : public testing::SharedServerTest {
  protected:
-  void SetUp() override { name_ = "job" + std::to_string(unique_number()); }
+  void SetUp() override {
+    const std::string number = std::to_string(unique_number());
+    name_ = "job" + number;
+    prefix_ = "ops" + number;  // a prefix of this test's own, for list's whole-prefix scans
+  }
 
   // leasehold --redis <server> ARGS...
   Cli cli(std::vector<std::string> args) const {
@@ -66,6 +71,7 @@ class CliTest : public testing::SharedServerTest {
   }
 
   std::string name_;
+  std::string prefix_;
 };
 
 TEST_F(CliTest, RunsTheCommandUnderTheLeaseAndPassesItsEnvironmentAndExitCode) {
@@ -442,24 +448,24 @@ TEST_F(CliTest, TheRedisUrlComesFromTheEnvironmentWhenNotGiven) {
 }
 
 TEST_F(CliTest, StatusListAndForcedReleaseShowAndRemoveLeases) {
-  auto holder = cli({"--prefix", "ops", "run", "-t", "300ms", name_, "--", "sleep", "10"});
-  ASSERT_TRUE(eventually([&] { return exists("ops:RwLock:{run:" + name_ + "}:w"); }));
-  auto status = cli({"--prefix", "ops", "status", name_, "nobody"});
+  auto holder = cli({"--prefix", prefix_, "run", "-t", "300ms", name_, "--", "sleep", "10"});
+  ASSERT_TRUE(eventually([&] { return exists(prefix_ + ":RwLock:{run:" + name_ + "}:w"); }));
+  auto status = cli({"--prefix", prefix_, "status", name_, "nobody"});
   EXPECT_EQ(status.wait(), 0);
   EXPECT_NE(status.out().find(name_ + ": held exclusively by "), std::string::npos) << status.out();
   EXPECT_NE(status.out().find("nobody: free"), std::string::npos);
-  auto json = cli({"--prefix", "ops", "status", "--json", name_});
+  auto json = cli({"--prefix", prefix_, "status", "--json", name_});
   EXPECT_EQ(json.wait(), 0);
   EXPECT_NE(json.out().find("\"state\":\"exclusive\""), std::string::npos) << json.out();
-  auto list = cli({"--prefix", "ops", "list", "--json"});
+  auto list = cli({"--prefix", prefix_, "list", "--json"});
   EXPECT_EQ(list.wait(), 0);
   EXPECT_NE(list.out().find("\"name\":\"" + name_ + "\""), std::string::npos) << list.out();
-  auto filtered = cli({"--prefix", "ops", "list", "nomatch*"});
+  auto filtered = cli({"--prefix", prefix_, "list", "nomatch*"});
   EXPECT_EQ(filtered.wait(), 0);
   EXPECT_EQ(filtered.out().find(name_), std::string::npos);
-  auto refuse = cli({"--prefix", "ops", "release", name_});
+  auto refuse = cli({"--prefix", prefix_, "release", name_});
   EXPECT_EQ(refuse.wait(), 64) << "release needs --force";
-  auto release = cli({"--prefix", "ops", "release", "--force", name_});
+  auto release = cli({"--prefix", prefix_, "release", "--force", name_});
   EXPECT_EQ(release.wait(), 0);
   EXPECT_NE(release.out().find("removed the exclusive lease"), std::string::npos) << release.out();
   EXPECT_EQ(holder.wait(), 75) << "its lease was removed behind its back";
@@ -594,8 +600,8 @@ TEST_F(CliTest, StatusNamesTheHoldersHostPidAndCommand) {
   EXPECT_EQ(who["pid"], holder.pid());
   EXPECT_EQ(who["label"], "sleep 10");
   EXPECT_GT(who["taken_at_ms"].get<long long>(), 0);
-  auto list = cli({"list"});
-  ASSERT_EQ(list.wait(), 0);
+  auto list = cli({"list", name_});
+  ASSERT_EQ(list.wait(), 0) << list.err();
   EXPECT_NE(list.out().find(expected), std::string::npos) << list.out();
   holder.signal(SIGTERM);
   holder.wait();
@@ -626,26 +632,26 @@ TEST_F(CliTest, MaxTimeEndsTheCommandAndExits124) {
 
 // Permits in status, list and release --force; a queue of waiters is not listed as a lease.
 TEST_F(CliTest, StatusAndListShowPermitsAndNotTheQueues) {
-  auto permit = cli({"--prefix", "ops", "run", "--limit", "2", name_, "--", "sleep", "10"});
-  auto exclusive = cli({"--prefix", "ops", "run", name_ + "x", "--", "sleep", "10"});
-  ASSERT_TRUE(eventually([&] { return exists("ops:RwLock:{run:" + name_ + "x}:w"); }));
-  auto waiting = cli({"--prefix", "ops", "run", name_ + "x", "--", "true"});
-  ASSERT_TRUE(eventually([&] { return exists("ops:RwLock:{run:" + name_ + "x}:w:queue"); }));
-  ASSERT_TRUE(eventually([&] { return exists("ops:Semaphore:{run:" + name_ + "}:h"); }));
-  auto status = cli({"--prefix", "ops", "status", name_});
+  auto permit = cli({"--prefix", prefix_, "run", "--limit", "2", name_, "--", "sleep", "10"});
+  auto exclusive = cli({"--prefix", prefix_, "run", name_ + "x", "--", "sleep", "10"});
+  ASSERT_TRUE(eventually([&] { return exists(prefix_ + ":RwLock:{run:" + name_ + "x}:w"); }));
+  auto waiting = cli({"--prefix", prefix_, "run", name_ + "x", "--", "true"});
+  ASSERT_TRUE(eventually([&] { return exists(prefix_ + ":RwLock:{run:" + name_ + "x}:w:queue"); }));
+  ASSERT_TRUE(eventually([&] { return exists(prefix_ + ":Semaphore:{run:" + name_ + "}:h"); }));
+  auto status = cli({"--prefix", prefix_, "status", name_});
   EXPECT_EQ(status.wait(), 0);
   EXPECT_NE(status.out().find(name_ + ": 1 of 2 permits held: "), std::string::npos)
       << status.out();
-  auto json = cli({"--prefix", "ops", "status", "--json", name_});
+  auto json = cli({"--prefix", prefix_, "status", "--json", name_});
   EXPECT_EQ(json.wait(), 0);
   EXPECT_NE(json.out().find("\"permits\":{\"count\":2,\"holders\":[{"), std::string::npos)
       << json.out();
-  auto list = cli({"--prefix", "ops", "list"});
+  auto list = cli({"--prefix", prefix_, "list"});
   EXPECT_EQ(list.wait(), 0);
   EXPECT_NE(list.out().find(name_ + ": 1 of 2 permits held"), std::string::npos) << list.out();
   EXPECT_NE(list.out().find(name_ + "x: held exclusively"), std::string::npos) << list.out();
   EXPECT_EQ(list.out().find("queue"), std::string::npos) << "a queue listed as a lease";
-  auto release = cli({"--prefix", "ops", "release", "--force", name_});
+  auto release = cli({"--prefix", prefix_, "release", "--force", name_});
   EXPECT_EQ(release.wait(), 0);
   EXPECT_NE(release.out().find("1 permit(s)"), std::string::npos) << release.out();
   EXPECT_EQ(permit.wait(), 75) << "its permit was removed behind its back";
@@ -751,7 +757,8 @@ TEST_F(CliTest, HelpAndVersion) {
 
 // docs/cli.md is the manual: every command and option that --help shows is documented there.
 TEST_F(CliTest, TheManualDocumentsEveryOptionTheHelpShows) {
-  const std::string manual = read_file(std::string(LEASEHOLD_SOURCE_DIR) + "/docs/cli.md");
+  const std::string manual =
+      read_file(std::string(testing::build_paths::source_dir) + "/docs/cli.md");
   ASSERT_FALSE(manual.empty());
   for (const auto& command :
        {"", "run", "acquire", "hold", "extend", "cron", "status", "list", "release"}) {

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "build_paths.hpp"
 #include "child_process.hpp"
 #include "eventually.hpp"
 #include "redis_server.hpp"
@@ -67,7 +68,8 @@ class CliTopTest : public ::testing::Test {
   std::unique_ptr<Process> cli(std::vector<std::string> args,
                                const RedisServer* server = nullptr) const {
     server = server ? server : server_.get();
-    args.insert(args.begin(), {LEASEHOLD_CLI, "--redis", server->unix_url(), "--prefix", prefix_});
+    args.insert(args.begin(),
+                {testing::build_paths::cli, "--redis", server->unix_url(), "--prefix", prefix_});
     return std::make_unique<Process>(std::move(args), server_->dir());
   }
   // The arguments of `leasehold top` against the suite's server: --redis, --prefix, top, ARGS.
@@ -238,14 +240,15 @@ TEST_F(CliTopTest, UsageErrorsExit64AndAnUnreachableRedis69) {
   EXPECT_EQ(no_terminal->wait(), 64);
   EXPECT_NE(no_terminal->err().find("--once"), std::string::npos) << no_terminal->err();
   Process unreachable(
-      {LEASEHOLD_CLI, "--redis", "redis://127.0.0.1:" + std::to_string(testing::free_port()), "top",
-       "--once"},
+      {testing::build_paths::cli, "--redis",
+       "redis://127.0.0.1:" + std::to_string(testing::free_port()), "top", "--once"},
       server_->dir());
   EXPECT_EQ(unreachable.wait(), 69);
 }
 
 TEST_F(CliTopTest, TheManualDocumentsEveryOptionOfTop) {
-  const std::string manual = read_file(std::string(LEASEHOLD_SOURCE_DIR) + "/docs/cli.md");
+  const std::string manual =
+      read_file(std::string(testing::build_paths::source_dir) + "/docs/cli.md");
   auto help = cli({"top", "--help"});
   ASSERT_EQ(help->wait(), 0);
   EXPECT_NE(manual.find("leasehold top"), std::string::npos);
@@ -320,7 +323,7 @@ bool terminal_restored(const std::string& screen) {
 // Starts `leasehold ARGS...` in an 80x24 tmux pane, in the pane script of `session`.
 void start_in_pane(const Tmux& tmux, const std::string& session, const std::string& dir,
                    const std::vector<std::string>& args) {
-  std::string command = std::string("'") + LEASEHOLD_CLI + "'";
+  std::string command = std::string("'") + testing::build_paths::cli + "'";
   for (const std::string& arg : args)
     command += " '" + arg + "'";
   const std::string script = pane_script(dir, session, command);

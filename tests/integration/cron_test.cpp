@@ -13,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include "build_paths.hpp"
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
@@ -131,7 +132,7 @@ TEST_F(CronTest, ThreeProcessesRunEachIntervalAtMostOnce) {
   const std::string out = server_->dir() + "/" + name_ + ".runs";
   std::vector<pid_t> workers;
   for (int p = 0; p < 3; ++p) {
-    std::vector<std::string> args = {LEASEHOLD_TEST_WORKER,
+    std::vector<std::string> args = {testing::build_paths::test_worker,
                                      "cron",
                                      server_->unix_url(),
                                      name_,

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "async_outcome.hpp"
+#include "build_paths.hpp"
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
@@ -57,7 +58,7 @@ TEST_F(WithLockTest, ExcludesEightThreadsAndTwoProcessesOnOneKey) {
   for (int p = 0; p < 2; ++p) {
     const std::string url = server_->unix_url();
     const std::string iterations = std::to_string(kPerProcess);
-    std::vector<char*> argv = {const_cast<char*>(LEASEHOLD_TEST_WORKER),
+    std::vector<char*> argv = {const_cast<char*>(testing::build_paths::test_worker),
                                const_cast<char*>(url.c_str()), const_cast<char*>(name_.c_str()),
                                const_cast<char*>(iterations.c_str()), nullptr};
     pid_t pid = -1;

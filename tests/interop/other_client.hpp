@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "build_paths.hpp"
 #include "driver_process.hpp"
 
 namespace leasehold::interop {
@@ -20,21 +21,27 @@ struct OtherClientKind {
   std::string install_hint;          // what to do when it cannot run
 };
 
+inline std::string interop_dir() {
+  return std::string(testing::build_paths::source_dir) + "/tests/interop";
+}
+
 inline OtherClientKind redis_py_client() {
-  return {"redis_py",
-          {LEASEHOLD_INTEROP_PYTHON, LEASEHOLD_INTEROP_DIR "/redis_py_lock.py"},
-          {},
-          "redis-py runs under " LEASEHOLD_INTEROP_PYTHON
-          " with Debian's python3-redis: scripts/setup installs it"};
+  const std::string python = testing::build_paths::interop_python;
+  return {
+      "redis_py",
+      {python, interop_dir() + "/redis_py_lock.py"},
+      {},
+      "redis-py runs under " + python + " with Debian's python3-redis: scripts/setup installs it"};
 }
 
 inline OtherClientKind redlock_client() {
+  const std::string node_modules = testing::build_paths::interop_node_modules;
   return {"redlock",
-          {LEASEHOLD_INTEROP_NODE, LEASEHOLD_INTEROP_DIR "/redlock_lock.js"},
-          {"NODE_PATH=" LEASEHOLD_INTEROP_NODE_MODULES},
+          {testing::build_paths::interop_node, interop_dir() + "/redlock_lock.js"},
+          {"NODE_PATH=" + node_modules},
           "node-redlock runs under node (scripts/setup installs Debian's nodejs and npm) with the "
-          "packages the interop_npm_ci test installs in " LEASEHOLD_INTEROP_NODE_MODULES
-          " (npm ci, from tests/interop/package-lock.json)"};
+          "packages the interop_npm_ci test installs in " +
+              node_modules + " (npm ci, from tests/interop/package-lock.json)"};
 }
 
 // One client of a kind, against one Redis server; the steps throw std::runtime_error (saying

@@ -17,6 +17,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "build_paths.hpp"
+
 extern char** environ;
 
 namespace leasehold::testing::torture {
@@ -63,7 +65,7 @@ HistoryDir::~HistoryDir() {
 }
 
 Worker::Worker(std::vector<std::string> args) {
-  args.insert(args.begin(), LEASEHOLD_TORTURE_WORKER);
+  args.insert(args.begin(), build_paths::torture_worker);
   std::vector<char*> argv;
   for (auto& arg : args)
     argv.push_back(arg.data());
