@@ -286,19 +286,26 @@ TEST_F(CliTest, ALimitOfTwoRunsTwoAtATimeNeverThree) {
   EXPECT_EQ(zero.wait(), 64);
 }
 
+// Contenders try while the key lives, each a whole process (slow under a sanitizer on a busy
+// machine: how many fit is no measure). One refused after two TTLs had passed shows the lease was
+// extended; the holder's exit 0 shows it was never lost.
 TEST_F(CliTest, AChildRunningThreeTimesTheTtlKeepsItsLease) {
   auto holder = cli({"run", "-t", "300ms", name_, "--", "sleep", "0.9"});
   ASSERT_TRUE(eventually([&] { return exists(writer_key()); }));
+  const auto seen_at = std::chrono::steady_clock::now();
   int refusals = 0;
+  bool refused_after_two_ttls = false;
   while (exists(writer_key())) {
+    const auto tried_at = std::chrono::steady_clock::now();
     auto contender = cli({"run", "-n", name_, "--", "true"});
-    if (contender.wait() == 1)
-      ++refusals;
-    else
+    if (contender.wait() != 1)
       break;
+    ++refusals;
+    refused_after_two_ttls = refused_after_two_ttls || tried_at - seen_at >= 600ms;
   }
-  EXPECT_EQ(holder.wait(), 0);
-  EXPECT_GE(refusals, 3);
+  EXPECT_EQ(holder.wait(), 0) << "the lease was lost";
+  EXPECT_GE(refusals, 1);
+  EXPECT_TRUE(refused_after_two_ttls) << "no contender was refused after two TTLs";
 }
 
 TEST_F(CliTest, DeletingTheKeyKillsTheChildAndExits75) {
