@@ -71,6 +71,9 @@ TEST_F(KeepAliveTest, ALossIsReportedOnceWithTheStopTokenRequestedAtIt) {
   server_->command({"DEL", locks_.key(name_)});  // taken away behind its back
   ASSERT_TRUE(eventually([&] { return keep_alive.lost(); }, 2s));
   EXPECT_TRUE(keep_alive.stop_token().stop_requested());
+  // lost() turns true just before the stop is requested, on the client's thread: the callback
+  // may still be running when this thread sees it.
+  ASSERT_TRUE(eventually([&] { return stops.load() == 1; }, 2s));
   EXPECT_TRUE(lost_when_stopped.load());
   EXPECT_FALSE(keep_alive.cause())
       << "expired or taken over is not an error: " << keep_alive.cause().message();
