@@ -2,9 +2,9 @@
 #                                [TIMED suite... PROCESSORS n])
 #
 # One CTest test per GoogleTest suite of a test program, where gtest_discover_tests makes one per
-# test: a suite's tests run in one process. A sanitizer's runtime costs a tenth to a quarter of a
-# second of CPU per process to start and exit on this project's test programs, more than most unit
-# tests take; scripts/test says which tiers run this way. Every test of the program still runs, and a failure
+# test: a suite's tests run in one process. A sanitizer's runtime takes 0.1-0.4 s of CPU to start
+# and exit a process of this project's test programs, more than most of their tests take;
+# scripts/test says which tiers run this way. Every test of the program still runs, and a failure
 # names its test in the output. Suites are listed when ctest runs (like gtest_discover_tests'
 # PRE_TEST mode), so a rebuild that adds one needs no new configure. The TIMED suites get the
 # PROCESSORS property (their tests time what they run against the machine's clock).
