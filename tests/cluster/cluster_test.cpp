@@ -615,10 +615,14 @@ class ReplicaAcks : public ::testing::Test {
   ReplicaAcks()
       : replica_(testing::RedisServer::Options{
             {"--replicaof", "127.0.0.1", std::to_string(master_.port())}}) {
+    // The replica counts for WAIT once the master has it online, which can come after the
+    // replica sees its link up (the master waits for its first acknowledgement).
     EXPECT_TRUE(eventually(
         [&] {
-          const std::string info = replica_.command({"INFO", "replication"}).str;
-          return info.find("master_link_status:up") != std::string::npos;
+          const std::string replica = replica_.command({"INFO", "replication"}).str;
+          const std::string master = master_.command({"INFO", "replication"}).str;
+          return replica.find("master_link_status:up") != std::string::npos &&
+                 master.find("state=online") != std::string::npos;
         },
         10s));
   }
