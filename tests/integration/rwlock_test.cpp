@@ -212,8 +212,10 @@ TEST_F(RwLockTest, FiftyReadersAndTwoWritersNeverOverlapAWriter) {
   RecordProperty("writes", writes.load());
 }
 
-// A steady stream of overlapping readers, each holding 60 ms, and one writer retrying every 5 ms
-// for up to `patience`. Returns how long the writer waited, or nothing if it never got in.
+// A steady stream of overlapping readers, each holding 200 ms and starting 50 ms after the one
+// before (so that a reader thread the scheduler delays by less than 150 ms leaves no gap in the
+// stream, on a busy machine too), and one writer retrying every 5 ms for up to `patience`.
+// Returns how long the writer waited, or nothing if it never got in.
 std::optional<Clock::duration> writer_wait(const RedisServer& server,
                                            const RwLock<std::string>& catalog,
                                            Clock::duration patience) {
@@ -222,10 +224,10 @@ std::optional<Clock::duration> writer_wait(const RedisServer& server,
   Client readers_connection(server.unix_url());
   for (int i = 0; i < 4; ++i) {
     readers.emplace_back([&, i] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(15 * i));  // staggered starts
+      std::this_thread::sleep_for(std::chrono::milliseconds(50 * i));  // staggered starts
       while (!stop) {
         if (auto token = readers_connection.process(catalog.try_read("hot"))) {
-          std::this_thread::sleep_for(60ms);  // the reader's work
+          std::this_thread::sleep_for(200ms);  // the reader's work
           readers_connection.process(token->release());
         } else {
           std::this_thread::sleep_for(5ms);
@@ -262,7 +264,7 @@ TEST(RwLockWriterPreference, WithoutItReadersStarveTheWriterWithItTheWriterGetsI
   const auto with = writer_wait(server, preferring, 1500ms);
   EXPECT_FALSE(without.has_value()) << "readers overlapped, yet the writer got in";
   ASSERT_TRUE(with.has_value()) << "writer preference did not let the writer in";
-  // Readers already inside finish (60 ms each); new ones are refused.
+  // Readers already inside finish (200 ms each); new ones are refused.
   EXPECT_LT(*with, 500ms);
   const auto ms = [](auto d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d); };
   std::cout << "writer's wait under a reader stream: without preference > 1500 ms (never got in),"
