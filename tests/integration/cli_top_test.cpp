@@ -37,6 +37,19 @@ using testing::RedisServer;
 using testing::read_file;
 using Process = testing::ChildProcess;
 
+// A leasehold run that holds its lease until the test ends (its command outlives any test), and
+// then ends as a user would end it: SIGTERM, which stops its command too.
+class Holder : public testing::ChildProcess {
+ public:
+  using ChildProcess::ChildProcess;
+  ~Holder() {
+    if (pid() > 0) {
+      signal(SIGTERM);
+      wait(5s);
+    }
+  }
+};
+
 // Display columns of a UTF-8 line: one per character.
 std::size_t columns_of(const std::string& line) {
   std::size_t columns = 0;
@@ -65,12 +78,12 @@ class CliTopTest : public ::testing::Test {
   }
 
   // leasehold --redis <server> --prefix <the test's> ARGS...
-  std::unique_ptr<Process> cli(std::vector<std::string> args,
-                               const RedisServer* server = nullptr) const {
+  std::unique_ptr<Holder> cli(std::vector<std::string> args,
+                              const RedisServer* server = nullptr) const {
     server = server ? server : server_.get();
     args.insert(args.begin(),
                 {testing::build_paths::cli, "--redis", server->unix_url(), "--prefix", prefix_});
-    return std::make_unique<Process>(std::move(args), server_->dir());
+    return std::make_unique<Holder>(std::move(args), server_->dir());
   }
   // The arguments of `leasehold top` against the suite's server: --redis, --prefix, top, ARGS.
   std::vector<std::string> top_args(const std::vector<std::string>& args) const {
@@ -105,14 +118,14 @@ std::vector<nlohmann::json> rows_of(const nlohmann::json& rows, const std::strin
 }
 
 TEST_F(CliTopTest, JsonListsEveryLeaseWithItsHolderReadersWaitersAndFence) {
-  auto holder = cli({"run", "deploy", "--", "sleep", "10"});
+  auto holder = cli({"run", "deploy", "--", "sleep", "600"});
   ASSERT_TRUE(eventually([&] { return exists(run_key("deploy", "w")); }));
   auto waiter = cli({"run", "deploy", "--", "true"});
   ASSERT_TRUE(eventually([&] { return size_of(run_key("deploy", "w") + ":queue") == 1; }));
-  auto reader1 = cli({"run", "-s", "catalog", "--", "sleep", "10"});
-  auto reader2 = cli({"run", "-s", "catalog", "--", "sleep", "10"});
+  auto reader1 = cli({"run", "-s", "catalog", "--", "sleep", "600"});
+  auto reader2 = cli({"run", "-s", "catalog", "--", "sleep", "600"});
   ASSERT_TRUE(eventually([&] { return size_of(run_key("catalog", "r")) == 2; }));
-  auto permit = cli({"run", "--limit", "1", "uploads", "--", "sleep", "10"});
+  auto permit = cli({"run", "--limit", "1", "uploads", "--", "sleep", "600"});
   ASSERT_TRUE(eventually([&] { return size_of(permits_key("uploads")) == 1; }));
   auto permit_waiter = cli({"run", "--limit", "1", "uploads", "--", "true"});
   ASSERT_TRUE(eventually([&] { return size_of(permits_key("uploads") + ":queue") == 1; }));
@@ -132,7 +145,7 @@ TEST_F(CliTopTest, JsonListsEveryLeaseWithItsHolderReadersWaitersAndFence) {
   EXPECT_GT(deploy[0]["ms_left"].get<long long>(), 0);
   EXPECT_LE(deploy[0]["ms_left"].get<long long>(), 30'000);
   EXPECT_EQ(deploy[0]["holder"]["pid"], holder->pid());
-  EXPECT_EQ(deploy[0]["holder"]["label"], "sleep 10");
+  EXPECT_EQ(deploy[0]["holder"]["label"], "sleep 600");
   EXPECT_EQ(deploy[0]["readers"], 0);
   EXPECT_EQ(deploy[0]["waiters"], 1);
   EXPECT_EQ(deploy[0]["fence"], 1) << "the first exclusive run of the name";
@@ -166,8 +179,8 @@ TEST_F(CliTopTest, JsonListsEveryLeaseWithItsHolderReadersWaitersAndFence) {
 TEST_F(CliTopTest, TheTextTableFitsEightyColumns) {
   const std::string long_name(120, 'n');
   auto holder = cli({"run", long_name, "--", "sh", "-c",
-                     "sleep 10; echo a command line far too long for any column of the table"});
-  auto other = cli({"run", "-s", "short", "--", "sleep", "10"});
+                     "sleep 600; echo a command line far too long for any column of the table"});
+  auto other = cli({"run", "-s", "short", "--", "sleep", "600"});
   ASSERT_TRUE(eventually([&] { return exists(run_key(long_name, "w")); }));
   ASSERT_TRUE(eventually([&] { return exists(run_key("short", "r")); }));
   auto top = cli({"top", "--once"});
@@ -188,8 +201,8 @@ TEST_F(CliTopTest, TheTextTableFitsEightyColumns) {
 }
 
 TEST_F(CliTopTest, APatternShowsOnlyTheNamesItMatches) {
-  auto alpha = cli({"run", "alpha-1", "--", "sleep", "10"});
-  auto beta = cli({"run", "beta-1", "--", "sleep", "10"});
+  auto alpha = cli({"run", "alpha-1", "--", "sleep", "600"});
+  auto beta = cli({"run", "beta-1", "--", "sleep", "600"});
   ASSERT_TRUE(eventually([&] { return exists(run_key("alpha-1", "w")); }));
   ASSERT_TRUE(eventually([&] { return exists(run_key("beta-1", "w")); }));
   auto json = cli({"top", "--json", "alpha*"});
@@ -214,7 +227,7 @@ TEST_F(CliTopTest, OnceStaysCheapAmongManyUnrelatedKeys) {
   RedisServer big(RedisServer::Options{{"--enable-debug-command", "yes"}, false});
   ASSERT_EQ(big.command({"DEBUG", "POPULATE", "200000", "other"}).str, "OK");
   ASSERT_EQ(big.command({"DBSIZE"}).integer, 200'000);
-  auto holder = cli({"run", "needle", "--", "sleep", "10"}, &big);
+  auto holder = cli({"run", "needle", "--", "sleep", "600"}, &big);
   ASSERT_TRUE(eventually([&] {
     return big.command({"EXISTS", run_key("needle", "w")}).integer == 1;
   }));
