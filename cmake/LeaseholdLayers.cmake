@@ -4,13 +4,17 @@
 #   - the public headers that belong to it or to the layers below: a view of include/ made of
 #     links in the build tree (layers/<layer>/leasehold/...), so that an include that runs back up
 #     (the connection including with_lock.hpp, say) fails to compile.
+#   - its Lua scripts (src/<layer>/scripts/*.lua, each opening with its contract), embedded at
+#     build time in a generated <layer>_scripts.hpp (cmake/EmbedLua.cmake) as
+#     leasehold::detail::lua::<file name>; each complete script is also written to
+#     <build>/scripts/, to read or run alone (redis-cli --eval).
 # leasehold_layer(NAME BELOW <layer>... HEADERS <public headers, relative to include/leasehold>
-#                 SOURCES <sources>)
+#                 SOURCES <sources> SCRIPTS <scripts, relative to src/<layer>/scripts>)
 
 set(LEASEHOLD_LAYERS "")
 
 function(leasehold_layer name)
-  cmake_parse_arguments(PARSE_ARGV 1 layer "" "" "BELOW;HEADERS;SOURCES")
+  cmake_parse_arguments(PARSE_ARGV 1 layer "" "" "BELOW;HEADERS;SOURCES;SCRIPTS")
   set(target leasehold_${name})
   set(view ${PROJECT_BINARY_DIR}/layers/${name})
   file(REMOVE_RECURSE ${view})
@@ -49,7 +53,28 @@ function(leasehold_layer name)
     # code.
     target_compile_options(${target} PRIVATE -ffat-lto-objects)
   endif()
+  if(layer_SCRIPTS)
+    leasehold_embed_scripts(${name} ${layer_SCRIPTS})
+  endif()
   set(LEASEHOLD_LAYERS ${LEASEHOLD_LAYERS} ${name} PARENT_SCOPE)
+endfunction()
+
+# The layer's <name>_scripts.hpp, generated from its scripts (and the fragments they include)
+# whenever one of its .lua files changes.
+function(leasehold_embed_scripts name)
+  set(folder ${PROJECT_SOURCE_DIR}/src/${name}/scripts)
+  set(generated ${PROJECT_BINARY_DIR}/generated/${name})
+  set(header ${generated}/${name}_scripts.hpp)
+  list(TRANSFORM ARGN PREPEND ${folder}/ OUTPUT_VARIABLE scripts)
+  file(GLOB lua_files CONFIGURE_DEPENDS ${folder}/*.lua)
+  add_custom_command(OUTPUT ${header}
+    COMMAND ${CMAKE_COMMAND} "-DSCRIPTS=${scripts}" -DHEADER=${header}
+            -DFULL_DIR=${PROJECT_BINARY_DIR}/scripts -P ${PROJECT_SOURCE_DIR}/cmake/EmbedLua.cmake
+    DEPENDS ${lua_files} ${PROJECT_SOURCE_DIR}/cmake/EmbedLua.cmake
+    COMMENT "Embedding the ${name} layer's Lua scripts"
+    VERBATIM)
+  target_sources(leasehold_${name} PRIVATE ${header})
+  target_include_directories(leasehold_${name} PUBLIC ${generated})
 endfunction()
 
 # Every public header belongs to exactly one layer.

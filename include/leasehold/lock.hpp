@@ -110,7 +110,6 @@ inline void append_escaped(std::string& out, std::string_view name) {
 }
 
 const Script& lock_release_script();
-const Script& lock_release_untagged_script();
 const Script& lock_extend_script();
 
 // A lock key's queue of waiters (a sorted set of their ids by arrival), their tickets (ids by the
@@ -136,31 +135,16 @@ struct WaitKeys {
   std::string channel;
 };
 
-// A lock key holds its holder's lease id, bare while nobody waits for it. A waiter refused while
-// the lock is held marks the key with the id at the head of the queue ("<id>:<head id>", the
-// key's TTL kept), so that the release tells that waiter and an uncontended release costs no
-// more than a plain compare-and-delete. Every script that compares a holder's id reads it up to
-// the ':'.
-//
-// Lua: holder_of(value) is the lease id in a lock key's value (nil for a missing key);
-// mark_head(key, value, head) rewrites the key (whose value is `value`) to name `head`, or to the
-// bare id when `head` is nil, keeping its TTL, if it does not already.
-std::string_view lock_holder_lua();
-// holder_of() in C++: the lease id in a lock key's value.
+// A lock key holds its holder's lease value, bare while nobody waits for it; a waiter refused
+// while the lock is held marks it with the value at the head of the queue ("<value>:<head>"),
+// so that the release tells that waiter (src/lease/scripts/lock_holder.lua). The holder is the
+// value up to the ':'.
 constexpr std::string_view lock_holder(std::string_view value) {
   return value.substr(0, value.find(':'));
 }
 
 // The release of the lease `id_hex` on a lock key: it tells the waiter the key names, if any.
 Request lock_release_request(std::string_view key, std::string_view id_hex);
-// Lua: notify_head(queue, tickets, channel) drops the waiters whose ticket ran out and publishes
-// the id of the one at the head, if any, on the channel (sharded pub/sub; a server without it
-// publishes nothing). Part of the scripts that free a lock.
-std::string_view notify_head_lua();
-// Lua: take_place(queue, tickets, member, now, ticket) drops the waiters whose ticket ran out
-// (at `now`, server ms), queues `member` at the back if it is not queued yet, and gives it a
-// ticket until now + ticket. Part of every script that waits in turn.
-std::string_view take_place_lua();
 const Script& lock_try_fenced_script();
 
 // A kind of lease: the scripts that release and extend it. Both are called with the lease's keys

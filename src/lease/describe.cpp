@@ -1,26 +1,11 @@
 #include "leasehold/describe.hpp"
 
+#include "lease_scripts.hpp"
+
 namespace leasehold::detail {
 
-// KEYS: a string key of one lease (mode has 's'), then a sorted set of leases scored by their
-// end in server ms (mode has 'z'); ARGV[1] mode -> {server ms now, the string key's value ('' if
-// none), its PTTL, then each live member of the set and its score}. Reads only.
 const Script& describe_script() {
-  static const Script script(
-      "local time = redis.call('TIME')\n"
-      "local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)\n"
-      "local reply = {now, '', -2}\n"
-      "local set = 1\n"
-      "if string.find(ARGV[1], 's', 1, true) then\n"
-      "  reply[2] = redis.call('GET', KEYS[1]) or ''\n"
-      "  reply[3] = redis.call('PTTL', KEYS[1])\n"
-      "  set = 2\n"
-      "end\n"
-      "if string.find(ARGV[1], 'z', 1, true) then\n"
-      "  local members = redis.call('ZRANGEBYSCORE', KEYS[set], '(' .. now, '+inf', 'WITHSCORES')\n"
-      "  for _, field in ipairs(members) do reply[#reply + 1] = field end\n"
-      "end\n"
-      "return reply\n");
+  static const Script script{std::string(lua::describe)};
   return script;
 }
 

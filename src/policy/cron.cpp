@@ -6,6 +6,7 @@
 #include "leasehold/log.hpp"
 #include "leasehold/observer.hpp"
 #include "leasehold/while_held.hpp"
+#include "policy_scripts.hpp"
 
 namespace leasehold::cron {
 namespace {
@@ -14,26 +15,9 @@ std::string milliseconds_text(Clock::duration d) {
   return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
 }
 
-// aligned claim: KEYS[1] slot lease, KEYS[2] high-water mark; ARGV[1] id, ARGV[2] interval ms,
-// ARGV[3] ttl ms of both keys -> {1, slot} granted (or already granted to this id: a retry),
-// {0, slot} refused. The slot comes from the server's TIME; it is granted only above the highest
-// slot claimed, or when it is that slot and its lease was given back (deleted). Either key
-// holding another type of value is refused (WRONGTYPE), never overwritten.
+// src/policy/scripts/cron_aligned_claim.lua
 const Script& aligned_claim_script() {
-  static const Script script(
-      "local clock = redis.call('TIME')\n"
-      "local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)\n"
-      "local slot = math.floor(now / tonumber(ARGV[2]))\n"
-      "local holder = redis.call('GET', KEYS[1])\n"
-      "local high = tonumber(redis.call('GET', KEYS[2]))\n"
-      "if high and slot < high then return {0, slot} end\n"
-      "if high == slot then\n"
-      "  if holder == ARGV[1] then return {1, slot} end\n"
-      "  if holder then return {0, slot} end\n"
-      "end\n"
-      "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])\n"
-      "redis.call('SET', KEYS[2], string.format('%d', slot), 'PX', ARGV[3])\n"
-      "return {1, slot}\n");
+  static const Script script{std::string(leasehold::detail::lua::cron_aligned_claim)};
   return script;
 }
 

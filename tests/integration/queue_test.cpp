@@ -147,9 +147,7 @@ TEST_F(QueueTest, AWaiterMarksTheHeldKeyWithTheHeadAndTheHolderStillOwnsIt) {
   const std::string stranger = LeaseId::generate().hex();
   for (const std::string& id : {stranger, first.value()})
     EXPECT_EQ(
-        server_->command({"EVAL", detail::lock_release_untagged_script().body(), "1", key, id})
-            .integer,
-        0)
+        server_->command({"EVAL", detail::lock_release_script().body(), "1", key, id}).integer, 0)
         << "only the holder's id releases a marked key, not " << id;
 
   EXPECT_TRUE(redis_.process(leave_queue(locks_, name_, first)));

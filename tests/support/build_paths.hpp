@@ -12,5 +12,6 @@ extern const char* const torture_worker;        // leasehold-torture-worker ("" 
 extern const char* const interop_python;        // the python3 that runs redis-py's driver
 extern const char* const interop_node;          // the node that runs node-redlock's driver
 extern const char* const interop_node_modules;  // where `npm ci` installs node-redlock
+extern const char* const lua_scripts;           // the library's complete Lua scripts
 
 }  // namespace leasehold::testing::build_paths

@@ -127,7 +127,7 @@ TEST(RwLockTokens, ReleaseAndExtendByTheScriptsOfTheirAcquire) {
   EXPECT_TRUE(uses(reader.extend().request(), detail::rw_read_extend_script()));
   EXPECT_TRUE(uses(writer.release().request(), detail::rw_write_release_script()));
   EXPECT_TRUE(uses(writer.extend().request(), detail::rw_write_extend_script()));
-  EXPECT_TRUE(uses(holder.release().request(), detail::lock_release_untagged_script()));
+  EXPECT_TRUE(uses(holder.release().request(), detail::lock_release_script()));
   EXPECT_TRUE(uses(holder.extend().request(), detail::lock_extend_script()));
   // Both of an RwLock's keys (one slot); a Lock's key alone, even in its release (its waiters
   // mark the key). The release channel's name is sent only for a key whose braces make no tag:

@@ -1,0 +1,63 @@
+-- A Semaphore's try in turn for a permit.
+-- KEYS[1] the holders' set, KEYS[2] the queue, KEYS[3] the tickets, KEYS[4] the count key,
+-- KEYS[5] the fence counter (fenced semaphores only). ARGV[1] the waiter's value, ARGV[2] the
+-- permit's TTL in ms, ARGV[3] the ticket's TTL in ms, ARGV[4] the count of permits, ARGV[5] the
+-- semaphore's release channel.
+-- Reply: {1, fence (1 when not fenced)} if this waiter holds a permit now (granted now, or
+-- already: a retry), else {0, ms until the lease whose end lets this waiter in ends (its own
+-- blocker: a crashed holder tells no one), this waiter's place among those waiting for a permit
+-- (1: the next to get one), the head's ticket ms left (0: this waiter is the head)}.
+-- The first (permits - holders) waiters of the queue get a permit; a grant that leaves a permit
+-- free tells the next head, so one release's message reaches as many waiters as there are free
+-- permits. With no queue, a free permit is granted without one.
+--! include permit_prelude.lua
+--! include take_place.lua
+local fenced = KEYS[5] ~= nil
+local permits = tonumber(ARGV[4])
+local function granted(fence)
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  redis.call('ZREM', KEYS[3], ARGV[1])
+  return {1, fence}
+end
+local function grant()
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+  redis.call('SET', KEYS[4], ARGV[4])
+  keep_holders_expiry(KEYS[4])
+  local fence = 1
+  if fenced then fence = redis.call('INCR', KEYS[5]) end
+  return fence
+end
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  if fenced then return granted(tonumber(redis.call('GET', KEYS[5]) or '0')) end
+  return granted(1)
+end
+if redis.call('EXISTS', KEYS[2]) == 0 and redis.call('ZCARD', KEYS[1]) < permits then
+  return {1, grant()}
+end
+local ticket = tonumber(ARGV[3])
+take_place(KEYS[2], KEYS[3], ARGV[1], now, ticket)
+local rank = redis.call('ZRANK', KEYS[2], ARGV[1])
+local free = permits - redis.call('ZCARD', KEYS[1])
+if rank < free then
+  local fence = grant()
+  local result = granted(fence)
+  if free > 1 then notify_head(KEYS[2], KEYS[3], ARGV[5]) end
+  return result
+end
+redis.call('PEXPIRE', KEYS[2], 2 * ticket)
+redis.call('PEXPIRE', KEYS[3], 2 * ticket)
+-- The lease whose end lets this waiter in: the (holders - permits + rank)-th to end.
+local index = redis.call('ZCARD', KEYS[1]) - permits + rank
+local blocker = 0
+if index >= 0 then
+  local ending = redis.call('ZRANGE', KEYS[1], index, index, 'WITHSCORES')
+  if ending[2] then blocker = tonumber(ending[2]) - now end
+end
+local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+local head_ticket = 0
+if head ~= ARGV[1] then
+  head_ticket = tonumber(redis.call('ZSCORE', KEYS[3], head)) - now
+end
+local place = rank + 1
+if free > 0 then place = rank - free + 1 end
+return {0, blocker, place, head_ticket}

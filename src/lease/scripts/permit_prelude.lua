@@ -1,0 +1,25 @@
+-- Fragment. The start of every Semaphore script, whose KEYS[1] is the holders' set (permit values
+-- scored by the end of their lease, in server ms): `now` from the server's TIME, and the permits
+-- whose lease ended pruned, so that a crashed holder's permit comes back when its lease ends,
+-- never earlier.
+-- keep_holders_expiry(count_key) makes the set, and the count key when given (the count the last
+-- grant used), live as long as the longest lease, never longer.
+-- notify_head(queue, tickets, channel) drops the waiters whose place ran out and publishes the
+-- value at the head.
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local function keep_holders_expiry(count_key)
+  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+  if last[2] then
+    redis.call('PEXPIREAT', KEYS[1], last[2])
+    if count_key then redis.call('PEXPIREAT', count_key, last[2]) end
+  end
+end
+local function notify_head(queue, tickets, channel)
+  local dead = redis.call('ZRANGEBYSCORE', tickets, '-inf', now)
+  for _, id in ipairs(dead) do redis.call('ZREM', queue, id) end
+  if #dead > 0 then redis.call('ZREMRANGEBYSCORE', tickets, '-inf', now) end
+  local head = redis.call('ZRANGE', queue, 0, 0)[1]
+  if head then redis.pcall('SPUBLISH', channel, head) end
+end

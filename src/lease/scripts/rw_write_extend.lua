@@ -1,0 +1,11 @@
+-- The extend of an RwLock's writer lease.
+-- KEYS[1] the writer key, KEYS[2] the readers' set. ARGV[1] the writer's value, ARGV[2] its TTL
+-- in ms.
+-- Reply: 1 its TTL restarted, 0 not held by this writer.
+--! include rw_arguments.lua
+if #ARGV ~= 2 then return wrong_arguments(2) end
+--! include rw_prelude.lua
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
