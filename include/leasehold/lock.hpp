@@ -24,6 +24,7 @@
 #include "leasehold/lease.hpp"
 #include "leasehold/query.hpp"
 #include "leasehold/slot.hpp"
+#include "leasehold/turn.hpp"
 
 namespace leasehold {
 
@@ -163,6 +164,10 @@ struct LeaseKind {
 // The release of a Lock's lease, which tells the head of its queue.
 Request lock_lease_release_request(const LeaseState& state);
 
+// A Lock's turn contract (queue.hpp).
+std::shared_ptr<const TurnContract> lock_turn(std::string key, std::chrono::milliseconds ttl,
+                                              std::optional<std::string> fence_key);
+
 // A Lock's lease: a key that holds the lease's id. A lease state without a kind is one.
 inline constexpr LeaseKind kLockLease{lock_release_script, lock_extend_script,
                                       lock_lease_release_request};
@@ -282,6 +287,13 @@ class Lock {
   TryLock<Lock> try_lock(const N& name) const {
     return fencing_ ? TryLock<Lock>(key(name), ttl_, fence_key(name))
                     : TryLock<Lock>(key(name), ttl_);
+  }
+
+  // A wait in turn for `name`, for wait_until() (wait.hpp): the waiter takes a place in the
+  // name's queue and is told when it is its turn.
+  InTurn<LockToken<Lock>> in_turn(const N& name) const {
+    return detail::TurnAccess::make<LockToken<Lock>>(detail::lock_turn(
+        key(name), ttl_, fencing_ ? std::optional<std::string>(fence_key(name)) : std::nullopt));
   }
 
   // A token for the lease on `name` whose value() is `value`, taken by another process or an

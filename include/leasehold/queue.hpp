@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "leasehold/detail/turn.hpp"
 #include "leasehold/holder.hpp"
 #include "leasehold/lease.hpp"
 #include "leasehold/lock.hpp"
@@ -59,7 +60,34 @@ namespace detail {
 const Script& lock_in_turn_script();
 const Script& leave_queue_script();
 
-Result<std::vector<long long>> turn_fields(const Reply& reply);
+inline Waiter waiter_of(const WaitTicket& ticket) {
+  return Waiter{ticket.id, ticket.ttl, ticket.value()};
+}
+
+// A Lock's turn contract: its queue, and its in-turn script (lock_in_turn.lua), which marks a
+// held key with the head waiter so that the release tells it.
+class LockTurn final : public TurnContract {
+ public:
+  LockTurn(std::string key, std::chrono::milliseconds ttl, std::optional<std::string> fence_key);
+
+  const std::string& key() const noexcept override { return key_; }
+  bool queued() const noexcept override { return true; }
+  Request try_request(const Waiter& waiter) const override;
+  Result<TurnOutcome> parse_try(const Reply& reply, const Timing& timing,
+                                const Waiter& waiter) const override;
+  Request release_request(const Waiter& waiter) const override;
+  std::optional<Request> leave_request(const Waiter& waiter) const override;
+
+ private:
+  std::string key_;
+  WaitKeys waiting_;
+  std::optional<std::string> fence_key_;
+  std::chrono::milliseconds ttl_;
+};
+
+// A Lock's waiter gives up its place (lock_leave_queue.lua).
+Request lock_leave_request(std::string_view lock_key, const WaitKeys& waiting,
+                           std::string_view value);
 
 }  // namespace detail
 
@@ -74,64 +102,33 @@ class TryLockInTurn {
 
   TryLockInTurn(std::string key, std::chrono::milliseconds ttl,
                 std::optional<std::string> fence_key, const WaitTicket& ticket)
-      : key_(std::move(key)),
-        queue_(detail::queue_key(key_)),
-        tickets_(detail::tickets_key(key_)),
-        fence_key_(std::move(fence_key)),
-        ttl_(ttl),
-        ticket_ttl_(ticket.ttl),
-        id_(ticket.id),
-        value_(ticket.value()) {}
+      : turn_(std::move(key), ttl, std::move(fence_key)), waiter_(detail::waiter_of(ticket)) {}
 
-  Request request() const {
-    const detail::DecimalDigits ttl(ttl_.count());
-    const detail::DecimalDigits ticket_ttl(ticket_ttl_.count());
-    const std::string_view args[] = {value_, ttl.view(), ticket_ttl.view()};
-    const std::string_view keys[] = {
-        key_, queue_, tickets_, fence_key_ ? std::string_view(*fence_key_) : std::string_view()};
-    return Request::script(detail::lock_in_turn_script(), std::span(keys, fence_key_ ? 4 : 3), args)
-        .retry_safe()
-        .grants_lease();
-  }
+  Request request() const { return turn_.try_request(waiter_); }
 
   Result<result_type> parse(const Reply& reply, const Timing& timing) const {
-    Result<std::vector<long long>> fields = detail::turn_fields(reply);
-    if (!fields)
-      return Result<result_type>(fields.error(), fields.detail());
-    const std::vector<long long>& f = *fields;
+    Result<detail::TurnOutcome> outcome = turn_.parse_try(reply, timing, waiter_);
+    if (!outcome)
+      return Result<result_type>(outcome.error(), outcome.detail());
     result_type turn;
-    if (f[0] == 0) {
-      turn.holder_ttl = std::chrono::milliseconds(f[1]);
-      turn.position = static_cast<std::size_t>(f[2]);
-      turn.head_ticket_ttl = std::chrono::milliseconds(f[3]);
+    if (outcome->state) {
+      turn.token.emplace(detail::TokenAccess::make<LockToken<L>>(std::move(outcome->state)));
       return turn;
     }
-    const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
-    if (timing.received >= deadline)
-      return detail::granted_too_late<result_type>();
-    auto state = std::make_shared<detail::LeaseState>(key_, id_, ttl_, deadline,
-                                                      &detail::kLockLease, std::string(), value_);
-    state->fence = fence_key_ ? static_cast<std::uint64_t>(f[1]) : 0;
-    turn.token.emplace(detail::TokenAccess::make<LockToken<L>>(std::move(state)));
+    turn.holder_ttl = outcome->seen.holder_ttl;
+    turn.position = outcome->seen.position;
+    turn.head_ticket_ttl = outcome->seen.head_ticket_ttl;
     return turn;
   }
 
-  std::optional<Request> on_unknown_outcome() const {
-    return detail::lock_release_request(key_, value_);
-  }
+  std::optional<Request> on_unknown_outcome() const { return turn_.release_request(waiter_); }
 
   // The waiter as its queue and its lease store it (WaitTicket::value()).
-  const std::string& value() const noexcept { return value_; }
+  const std::string& value() const noexcept { return waiter_.value; }
 
  private:
-  std::string key_;
-  std::string queue_;
-  std::string tickets_;
-  std::optional<std::string> fence_key_;
-  std::chrono::milliseconds ttl_;
-  std::chrono::milliseconds ticket_ttl_;
-  LeaseId id_;
-  std::string value_;
+  detail::LockTurn turn_;
+  detail::Waiter waiter_;
 };
 
 // Leaves the queue of a name (a waiter that gives up); a query yielding true if the ticket was
@@ -143,24 +140,14 @@ class LeaveQueue {
   using effect = Write<L>;
 
   LeaveQueue(std::string_view lock_key, const WaitTicket& ticket)
-      : key_(lock_key),
-        queue_(detail::queue_key(lock_key)),
-        tickets_(detail::tickets_key(lock_key)),
-        channel_(detail::released_channel(lock_key)),
-        value_(ticket.value()) {}
+      : key_(lock_key), waiting_(lock_key), value_(ticket.value()) {}
 
-  Request request() const {
-    const std::string_view keys[] = {queue_, tickets_, key_};
-    const std::string_view args[] = {value_, channel_};
-    return Request::script(detail::leave_queue_script(), keys, args).retry_safe();
-  }
+  Request request() const { return detail::lock_leave_request(key_, waiting_, value_); }
   Result<bool> parse(const Reply& reply, const Timing&) const { return detail::one_or_zero(reply); }
 
  private:
   std::string key_;
-  std::string queue_;
-  std::string tickets_;
-  std::string channel_;
+  detail::WaitKeys waiting_;
   std::string value_;
 };
 

@@ -25,6 +25,11 @@
 
 namespace leasehold {
 
+namespace detail {
+// A raw key's turn contract: plain tries (SET NX PX GET) with the waiter's bare id.
+std::shared_ptr<const TurnContract> raw_turn(std::string key, std::chrono::milliseconds ttl);
+}  // namespace detail
+
 class RawLock {
  public:
   using name_type = std::string;
@@ -40,6 +45,14 @@ class RawLock {
   TryLock<RawLock> try_lock(std::string_view key) const {
     validate_key(key);
     return TryLock<RawLock>(std::string(key), ttl_, detail::BareValue{});
+  }
+
+  // A wait for `key`, for wait_until() (wait.hpp): it tries every WaitOptions::poll, since the
+  // other clients that share the key tell no one of their releases; it takes no place in a queue
+  // and never marks the key. Throws Error(errc::invalid_argument) for an empty key.
+  InTurn<LockToken<RawLock>> in_turn(std::string_view key) const {
+    validate_key(key);
+    return detail::TurnAccess::make<LockToken<RawLock>>(detail::raw_turn(std::string(key), ttl_));
   }
 
   // A token for the lease on `key` whose value is `value` (as Lock::adopt()).
@@ -58,16 +71,6 @@ class RawLock {
   std::chrono::milliseconds ttl_;
 };
 
-namespace detail {
-inline TurnWait turn_wait(const RawLock& lock, std::string_view key, Clock::time_point deadline,
-                          const WaitOptions& options) {
-  RawLock::validate_key(key);
-  TurnWait wait{std::string(key), lock.ttl(), std::nullopt, deadline, options};
-  wait.raw = true;
-  return wait;
-}
-}  // namespace detail
-
 // Waits for `key` until `deadline`, trying every options.poll (and once at the deadline): the
 // token, or std::nullopt when the deadline passed or `stop` was requested. Failures as
 // lock_until() of a Lock. Not on the client's I/O thread.
@@ -76,10 +79,8 @@ inline std::optional<LockToken<RawLock>> lock_until(Client& client, const RawLoc
                                                     Clock::time_point deadline,
                                                     WaitOptions options = {},
                                                     std::stop_token stop = {}) {
-  detail::validate(options);
-  detail::check_not_io_thread(client, "lock_until");
-  return detail::wait_in_turn<LockToken<RawLock>>(
-      client, detail::turn_wait(lock, key, deadline, options), std::move(stop));
+  return detail::wait_until_as("lock_until", client, lock.in_turn(key), deadline, options,
+                               std::move(stop));
 }
 
 template <class Rep, class Period>
@@ -96,9 +97,7 @@ std::optional<LockToken<RawLock>> lock_for(Client& client, const RawLock& lock,
 template <class Token>
 auto async_lock_until(Client& client, const RawLock& lock, std::string_view key,
                       Clock::time_point deadline, WaitOptions options, Token&& token) {
-  detail::validate(options);
-  return detail::async_wait_in_turn<LockToken<RawLock>>(
-      client, detail::turn_wait(lock, key, deadline, options), {}, std::forward<Token>(token));
+  return async_wait_until(client, lock.in_turn(key), deadline, options, std::forward<Token>(token));
 }
 
 }  // namespace leasehold

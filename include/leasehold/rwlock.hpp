@@ -59,6 +59,18 @@ const Script& rw_in_turn_script();
 const Script& rw_leave_queue_script();
 const Script& rw_force_release_script();
 
+// The keys of an RwLock's name, and its writers' fence counter when fenced.
+struct RwKeys {
+  std::string writer;
+  std::string readers;
+  std::string intent;
+  std::optional<std::string> fence;
+};
+// An RwLock's turn contract for a reader (writer: false) or the writer: one queue for both, in
+// which readers queued together get in together (rw_in_turn.lua).
+std::shared_ptr<const TurnContract> rw_turn(RwKeys keys, std::chrono::milliseconds ttl,
+                                            bool writer);
+
 }  // namespace detail
 
 template <LockNameType N>
@@ -120,6 +132,14 @@ class RwLock {
                             intent_ttl_, fencing_ ? fence_key(name) : std::string());
   }
 
+  // Waits in turn for a reader's or the writer's lease on `name`, for wait_until() (wait.hpp).
+  InTurn<ReadToken<RwLock>> read_in_turn(const N& name) const {
+    return detail::TurnAccess::make<ReadToken<RwLock>>(detail::rw_turn(keys(name), ttl_, false));
+  }
+  InTurn<LockToken<RwLock>> write_in_turn(const N& name) const {
+    return detail::TurnAccess::make<LockToken<RwLock>>(detail::rw_turn(keys(name), ttl_, true));
+  }
+
   // Tokens for the writer's or a reader's lease on `name` whose value() is `value`, taken by
   // another process or an earlier step (as Lock::adopt()): they extend for this lock's TTL and
   // release that lease. Throw Error(errc::invalid_argument) when `value` is not a lease's value.
@@ -133,6 +153,10 @@ class RwLock {
   }
 
  private:
+  detail::RwKeys keys(const N& name) const {
+    return {writer_key(name), readers_key(name), intent_key(name),
+            fencing_ ? std::optional<std::string>(fence_key(name)) : std::nullopt};
+  }
   std::string key(const N& name, char role) const {
     std::string raw;
     LockName<N>::append(raw, name);

@@ -43,6 +43,17 @@ Request permit_release_request(const LeaseState& state);
 inline constexpr LeaseKind kPermitLease{permit_release_script, permit_extend_script,
                                         permit_release_request};
 
+// The keys of a Semaphore's name, and its fence counter when fenced.
+struct PermitKeys {
+  std::string holders;
+  std::string count;
+  std::optional<std::string> fence;
+};
+// A Semaphore's turn contract: the first waiters of its queue get the free permits
+// (permit_in_turn.lua).
+std::shared_ptr<const TurnContract> permit_turn(PermitKeys keys, std::chrono::milliseconds ttl,
+                                                std::uint32_t permits);
+
 constexpr void validate_permits(std::uint32_t permits) {
   if (permits == 0)
     throw Error(make_error_code(errc::invalid_argument), "a semaphore needs at least one permit");
@@ -83,6 +94,14 @@ class Semaphore {
   std::string holders_key(const N& name) const { return key(name, 'h'); }
   std::string count_key(const N& name) const { return key(name, 'n'); }
   std::string fence_key(const N& name) const { return key(name, 'f'); }
+
+  // Waits in turn for a permit on `name`, for wait_until() (wait.hpp).
+  InTurn<PermitToken<Semaphore>> in_turn(const N& name) const {
+    return detail::TurnAccess::make<PermitToken<Semaphore>>(
+        detail::permit_turn({holders_key(name), count_key(name),
+                             fencing_ ? std::optional<std::string>(fence_key(name)) : std::nullopt},
+                            ttl_, permits_));
+  }
 
   // A query yielding std::optional<PermitToken<Semaphore>>.
   TryAcquire<Semaphore> try_acquire(const N& name) const {

@@ -2,10 +2,14 @@
 // each release instead of polling, in the order the waiters started (docs/locks.md, "Waiting
 // for a lock").
 //
+//   auto token = leasehold::wait_until(redis, jobs.in_turn("import"), deadline);
 //   auto token = leasehold::lock_for(redis, jobs, "import", 30s);   // std::nullopt: not in time
 //   auto token = co_await leasehold::async_lock_until(redis, jobs, "import", deadline,
 //                                                     asio::use_awaitable);
 //
+// One waiter serves every kind: each kind's in_turn() supplies its turn contract (its try in
+// turn, its reply's meaning, how to leave its queue; detail/turn.hpp), and lock_until(),
+// read_until(), write_until() and acquire_until() are wait_until() by another name.
 // A waiter takes a place in the name's queue (try_lock_in_turn, queue.hpp) and tries again when
 // a release names it the head of the queue (a message on a sharded pub/sub channel in the lock's
 // slot, carried by the client's one subscriber connection per server), when the holder's lease
@@ -30,6 +34,7 @@
 #include "leasehold/queue.hpp"
 #include "leasehold/rwlock.hpp"
 #include "leasehold/semaphore.hpp"
+#include "leasehold/turn.hpp"
 
 namespace leasehold {
 
@@ -46,23 +51,13 @@ struct WaitOptions {
 
 namespace detail {
 
-// What one wait is for: a Lock, or an RwLock's read or write side; its keys and its lease's TTL,
-// the fence counter of a fenced lock, and until when.
-enum class TurnKind : char { lock, read, write, permit };
+// One wait: what it waits for (a kind's turn contract), until when, how, and the label of the
+// lease's holder (empty: the process's).
 struct TurnWait {
-  std::string key;  // a Lock's key, an RwLock's writer key
-  std::chrono::milliseconds ttl;
-  std::optional<std::string> fence_key;
+  std::shared_ptr<const TurnContract> turn;
   Clock::time_point deadline;
   WaitOptions options;
-  TurnKind kind = TurnKind::lock;
-  std::string readers_key{};  // an RwLock's; a Semaphore's count key
-  std::string intent_key{};
-  std::uint32_t permits = 0;   // a Semaphore's (key: its holders' set)
-  std::string holder_label{};  // the label of the lease's holder; empty: the process's
-  // A raw key's wait (a Lock kind): plain tries every options.poll, with the bare id; no queue,
-  // no mark on the key, no channel.
-  bool raw = false;
+  std::string holder_label{};
 };
 
 // A wait in progress. cancel() (from any thread) ends it with operation_aborted, at once; the
@@ -85,43 +80,6 @@ using TurnWaitDone =
 // make_turn_wait() makes it and start() starts it; a wait cancelled before it started ends as
 // soon as it starts.
 std::shared_ptr<TurnWaitHandle> make_turn_wait(Client& client, TurnWait wait, TurnWaitDone done);
-
-template <LockNameType N>
-TurnWait turn_wait(const Lock<N>& lock, const N& name, Clock::time_point deadline,
-                   const WaitOptions& options) {
-  return TurnWait{lock.key(name), lock.ttl(),
-                  lock.fencing() ? std::optional<std::string>(lock.fence_key(name)) : std::nullopt,
-                  deadline, options};
-}
-
-template <LockNameType N>
-TurnWait turn_wait(const RwLock<N>& lock, const N& name, bool writer, Clock::time_point deadline,
-                   const WaitOptions& options) {
-  return TurnWait{
-      lock.writer_key(name),
-      lock.ttl(),
-      writer && lock.fencing() ? std::optional<std::string>(lock.fence_key(name)) : std::nullopt,
-      deadline,
-      options,
-      writer ? TurnKind::write : TurnKind::read,
-      lock.readers_key(name),
-      lock.intent_key(name)};
-}
-
-template <LockNameType N>
-TurnWait turn_wait(const Semaphore<N>& semaphore, const N& name, Clock::time_point deadline,
-                   const WaitOptions& options) {
-  return TurnWait{
-      semaphore.holders_key(name),
-      semaphore.ttl(),
-      semaphore.fencing() ? std::optional<std::string>(semaphore.fence_key(name)) : std::nullopt,
-      deadline,
-      options,
-      TurnKind::permit,
-      semaphore.count_key(name),
-      {},
-      semaphore.permits()};
-}
 
 void check_not_io_thread(const Client& client, const char* what);
 
@@ -192,22 +150,69 @@ auto async_wait_in_turn(Client& client, TurnWait wait, std::stop_token also_stop
       token, std::move(wait), std::move(also_stop));
 }
 
+// wait_until() as `what` (its name in the error for a call on the client's I/O thread).
+template <class Token>
+std::optional<Token> wait_until_as(const char* what, Client& client, const InTurn<Token>& turn,
+                                   Clock::time_point deadline, const WaitOptions& options,
+                                   std::stop_token stop) {
+  validate(options);
+  check_not_io_thread(client, what);
+  return wait_in_turn<Token>(client, TurnWait{TurnAccess::contract(turn), deadline, options},
+                             std::move(stop));
+}
+
 }  // namespace detail
 
-// Waits for `lock`'s name until `deadline` (Clock::time_point::max(): as long as it takes):
-// the token, or std::nullopt when the deadline passed or `stop` was requested. A try that fails
-// for a transient reason (Redis down or restarting, condition::transient) is made again at the
-// recheck, and the wait throws its Error only if tries still fail at the deadline; any other
-// failure (a refused ACL, a key of the wrong type) throws at once. Not on the client's I/O
-// thread.
+// Waits in turn for the lease `turn` is for (a kind's in_turn(): Lock::in_turn(),
+// RwLock::read_in_turn(), Semaphore::in_turn(), ...) until `deadline`
+// (Clock::time_point::max(): as long as it takes): the token, or std::nullopt when the deadline
+// passed or `stop` was requested. A try that fails for a transient reason (Redis down or
+// restarting, condition::transient) is made again at the recheck, and the wait throws its Error
+// only if tries still fail at the deadline; any other failure (a refused ACL, a key of the wrong
+// type) throws at once. Not on the client's I/O thread.
+template <class Token>
+std::optional<Token> wait_until(Client& client, const InTurn<Token>& turn,
+                                Clock::time_point deadline, WaitOptions options = {},
+                                std::stop_token stop = {}) {
+  return detail::wait_until_as("wait_until", client, turn, deadline, options, std::move(stop));
+}
+
+template <class Token, class Rep, class Period>
+std::optional<Token> wait_for(Client& client, const InTurn<Token>& turn,
+                              std::chrono::duration<Rep, Period> timeout, WaitOptions options = {},
+                              std::stop_token stop = {}) {
+  return wait_until(client, turn,
+                    Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout), options,
+                    std::move(stop));
+}
+
+// The async form; completion signature void(std::error_code, std::optional<Token>). Cancelling
+// it (its handler's cancellation slot, any type) ends it with operation_aborted.
+template <class Token, class CompletionToken>
+auto async_wait_until(Client& client, const InTurn<Token>& turn, Clock::time_point deadline,
+                      WaitOptions options, CompletionToken&& token) {
+  detail::validate(options);
+  return detail::async_wait_in_turn<Token>(
+      client, detail::TurnWait{detail::TurnAccess::contract(turn), deadline, options}, {},
+      std::forward<CompletionToken>(token));
+}
+
+template <class Token, class CompletionToken>
+auto async_wait_until(Client& client, const InTurn<Token>& turn, Clock::time_point deadline,
+                      CompletionToken&& token) {
+  return async_wait_until(client, turn, deadline, WaitOptions{},
+                          std::forward<CompletionToken>(token));
+}
+
+// The kinds' own names for wait_until(): lock_until(redis, lock, name, ...) is
+// wait_until(redis, lock.in_turn(name), ...), and so on.
+
 template <LockNameType N>
 std::optional<LockToken<Lock<N>>> lock_until(Client& client, const Lock<N>& lock, const N& name,
                                              Clock::time_point deadline, WaitOptions options = {},
                                              std::stop_token stop = {}) {
-  detail::validate(options);
-  detail::check_not_io_thread(client, "lock_until");
-  return detail::wait_in_turn<LockToken<Lock<N>>>(
-      client, detail::turn_wait(lock, name, deadline, options), std::move(stop));
+  return detail::wait_until_as("lock_until", client, lock.in_turn(name), deadline, options,
+                               std::move(stop));
 }
 
 template <LockNameType N, class Rep, class Period>
@@ -219,14 +224,11 @@ std::optional<LockToken<Lock<N>>> lock_for(Client& client, const Lock<N>& lock, 
                     stop);
 }
 
-// The async form; completion signature void(std::error_code, std::optional<LockToken<Lock<N>>>).
-// Cancelling it (its handler's cancellation slot, any type) ends it with operation_aborted.
 template <LockNameType N, class Token>
 auto async_lock_until(Client& client, const Lock<N>& lock, const N& name,
                       Clock::time_point deadline, WaitOptions options, Token&& token) {
-  detail::validate(options);
-  return detail::async_wait_in_turn<LockToken<Lock<N>>>(
-      client, detail::turn_wait(lock, name, deadline, options), {}, std::forward<Token>(token));
+  return async_wait_until(client, lock.in_turn(name), deadline, options,
+                          std::forward<Token>(token));
 }
 
 template <LockNameType N, class Token>
@@ -235,17 +237,14 @@ auto async_lock_until(Client& client, const Lock<N>& lock, const N& name,
   return async_lock_until(client, lock, name, deadline, WaitOptions{}, std::forward<Token>(token));
 }
 
-// RwLock: waiting in turn for a reader's or the writer's lease, as lock_until() waits. Readers
-// queued together (no writer between them) get in together; a writer waits for the readers ahead
-// of it to end. std::nullopt: the deadline passed or `stop` was requested.
+// RwLock: readers queued together (no writer between them) get in together; a writer waits for
+// the readers ahead of it to end.
 template <LockNameType N>
 std::optional<ReadToken<RwLock<N>>> read_until(Client& client, const RwLock<N>& lock, const N& name,
                                                Clock::time_point deadline, WaitOptions options = {},
                                                std::stop_token stop = {}) {
-  detail::validate(options);
-  detail::check_not_io_thread(client, "read_until");
-  return detail::wait_in_turn<ReadToken<RwLock<N>>>(
-      client, detail::turn_wait(lock, name, false, deadline, options), std::move(stop));
+  return detail::wait_until_as("read_until", client, lock.read_in_turn(name), deadline, options,
+                               std::move(stop));
 }
 
 template <LockNameType N>
@@ -253,44 +252,33 @@ std::optional<LockToken<RwLock<N>>> write_until(Client& client, const RwLock<N>&
                                                 const N& name, Clock::time_point deadline,
                                                 WaitOptions options = {},
                                                 std::stop_token stop = {}) {
-  detail::validate(options);
-  detail::check_not_io_thread(client, "write_until");
-  return detail::wait_in_turn<LockToken<RwLock<N>>>(
-      client, detail::turn_wait(lock, name, true, deadline, options), std::move(stop));
+  return detail::wait_until_as("write_until", client, lock.write_in_turn(name), deadline, options,
+                               std::move(stop));
 }
 
-// The async forms; completion signature void(std::error_code, std::optional<token>).
 template <LockNameType N, class Token>
 auto async_read_until(Client& client, const RwLock<N>& lock, const N& name,
                       Clock::time_point deadline, WaitOptions options, Token&& token) {
-  detail::validate(options);
-  return detail::async_wait_in_turn<ReadToken<RwLock<N>>>(
-      client, detail::turn_wait(lock, name, false, deadline, options), {},
-      std::forward<Token>(token));
+  return async_wait_until(client, lock.read_in_turn(name), deadline, options,
+                          std::forward<Token>(token));
 }
 
 template <LockNameType N, class Token>
 auto async_write_until(Client& client, const RwLock<N>& lock, const N& name,
                        Clock::time_point deadline, WaitOptions options, Token&& token) {
-  detail::validate(options);
-  return detail::async_wait_in_turn<LockToken<RwLock<N>>>(
-      client, detail::turn_wait(lock, name, true, deadline, options), {},
-      std::forward<Token>(token));
+  return async_wait_until(client, lock.write_in_turn(name), deadline, options,
+                          std::forward<Token>(token));
 }
 
-// Semaphore: waiting in turn for a permit, as lock_until() waits for a lock. The first waiters
-// get the free permits, in the order they started. std::nullopt: the deadline passed or `stop`
-// was requested.
+// Semaphore: the first waiters get the free permits, in the order they started.
 template <LockNameType N>
 std::optional<PermitToken<Semaphore<N>>> acquire_until(Client& client,
                                                        const Semaphore<N>& semaphore, const N& name,
                                                        Clock::time_point deadline,
                                                        WaitOptions options = {},
                                                        std::stop_token stop = {}) {
-  detail::validate(options);
-  detail::check_not_io_thread(client, "acquire_until");
-  return detail::wait_in_turn<PermitToken<Semaphore<N>>>(
-      client, detail::turn_wait(semaphore, name, deadline, options), std::move(stop));
+  return detail::wait_until_as("acquire_until", client, semaphore.in_turn(name), deadline, options,
+                               std::move(stop));
 }
 
 template <LockNameType N, class Rep, class Period>
@@ -304,14 +292,11 @@ std::optional<PermitToken<Semaphore<N>>> acquire_for(Client& client, const Semap
                        stop);
 }
 
-// The async form; completion signature void(std::error_code, std::optional<PermitToken>).
 template <LockNameType N, class Token>
 auto async_acquire_until(Client& client, const Semaphore<N>& semaphore, const N& name,
                          Clock::time_point deadline, WaitOptions options, Token&& token) {
-  detail::validate(options);
-  return detail::async_wait_in_turn<PermitToken<Semaphore<N>>>(
-      client, detail::turn_wait(semaphore, name, deadline, options), {},
-      std::forward<Token>(token));
+  return async_wait_until(client, semaphore.in_turn(name), deadline, options,
+                          std::forward<Token>(token));
 }
 
 }  // namespace leasehold

@@ -16,6 +16,60 @@ const Script& leave_queue_script() {
   return script;
 }
 
+LockTurn::LockTurn(std::string key, std::chrono::milliseconds ttl,
+                   std::optional<std::string> fence_key)
+    : key_(std::move(key)), waiting_(key_), fence_key_(std::move(fence_key)), ttl_(ttl) {}
+
+Request LockTurn::try_request(const Waiter& waiter) const {
+  const DecimalDigits ttl(ttl_.count());
+  const DecimalDigits ticket_ttl(waiter.ticket_ttl.count());
+  const std::string_view args[] = {waiter.value, ttl.view(), ticket_ttl.view()};
+  const std::string_view keys[] = {key_, waiting_.queue, waiting_.tickets,
+                                   fence_key_ ? std::string_view(*fence_key_) : std::string_view()};
+  return Request::script(lock_in_turn_script(), std::span(keys, fence_key_ ? 4 : 3), args)
+      .retry_safe()
+      .grants_lease();
+}
+
+Result<TurnOutcome> LockTurn::parse_try(const Reply& reply, const Timing& timing,
+                                        const Waiter& waiter) const {
+  Result<std::vector<long long>> fields = turn_fields(reply);
+  if (!fields)
+    return Result<TurnOutcome>(fields.error(), fields.detail());
+  const std::vector<long long>& f = *fields;
+  if (f[0] == 0)
+    return TurnOutcome{nullptr,
+                       {std::chrono::milliseconds(f[1]), static_cast<std::size_t>(f[2]),
+                        std::chrono::milliseconds(f[3])}};
+  const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
+  if (timing.received >= deadline)
+    return granted_too_late<TurnOutcome>();
+  auto state = std::make_shared<LeaseState>(key_, waiter.id, ttl_, deadline, &kLockLease,
+                                            std::string(), waiter.value);
+  state->fence = fence_key_ ? static_cast<std::uint64_t>(f[1]) : 0;
+  return TurnOutcome{std::move(state), {}};
+}
+
+Request LockTurn::release_request(const Waiter& waiter) const {
+  return lock_release_request(key_, waiter.value);
+}
+
+std::optional<Request> LockTurn::leave_request(const Waiter& waiter) const {
+  return lock_leave_request(key_, waiting_, waiter.value);
+}
+
+Request lock_leave_request(std::string_view lock_key, const WaitKeys& waiting,
+                           std::string_view value) {
+  const std::string_view keys[] = {waiting.queue, waiting.tickets, lock_key};
+  const std::string_view args[] = {value, waiting.channel};
+  return Request::script(leave_queue_script(), keys, args).retry_safe();
+}
+
+std::shared_ptr<const TurnContract> lock_turn(std::string key, std::chrono::milliseconds ttl,
+                                              std::optional<std::string> fence_key) {
+  return std::make_shared<LockTurn>(std::move(key), ttl, std::move(fence_key));
+}
+
 Result<std::vector<long long>> turn_fields(const Reply& reply) {
   if (reply.is_error())
     return error_result<std::vector<long long>>(reply);

@@ -2,6 +2,7 @@
 #include "leasehold/rwlock.hpp"
 
 #include "lease_scripts.hpp"
+#include "leasehold/detail/turn.hpp"
 
 namespace leasehold::detail {
 
@@ -55,6 +56,81 @@ const Script& rw_force_release_script() {
 const Script& rw_read_extend_script() {
   static const Script script{std::string(lua::rw_read_extend)};
   return script;
+}
+
+namespace {
+
+// Queue members are "<kind>:<value>", kind 'r' or 'w'.
+class RwTurn final : public TurnContract {
+ public:
+  RwTurn(RwKeys keys, std::chrono::milliseconds ttl, bool writer)
+      : keys_(std::move(keys)), waiting_(keys_.writer), ttl_(ttl), writer_(writer) {}
+
+  const std::string& key() const noexcept override { return keys_.writer; }
+  bool queued() const noexcept override { return true; }
+
+  Request try_request(const Waiter& waiter) const override {
+    const DecimalDigits ttl(ttl_.count());
+    const DecimalDigits ticket_ttl(waiter.ticket_ttl.count());
+    const std::string_view args[] = {writer_ ? "w" : "r", waiter.value, ttl.view(),
+                                     ticket_ttl.view()};
+    const std::string_view keys[] = {keys_.writer,     keys_.readers,
+                                     keys_.intent,     waiting_.queue,
+                                     waiting_.tickets, fenced() ? *keys_.fence : ""};
+    return Request::script(rw_in_turn_script(), std::span(keys, fenced() ? 6 : 5), args)
+        .retry_safe()
+        .grants_lease();
+  }
+
+  Result<TurnOutcome> parse_try(const Reply& reply, const Timing& timing,
+                                const Waiter& waiter) const override {
+    Result<std::vector<long long>> fields = turn_fields(reply);
+    if (!fields)
+      return Result<TurnOutcome>(fields.error(), fields.detail());
+    const std::vector<long long>& f = *fields;
+    if (f[0] == 0)
+      return TurnOutcome{nullptr,
+                         {std::chrono::milliseconds(f[1]), static_cast<std::size_t>(f[2]),
+                          std::chrono::milliseconds(f[3])}};
+    const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
+    if (timing.received >= deadline)
+      return granted_too_late<TurnOutcome>();
+    auto state = std::make_shared<LeaseState>(keys_.writer, waiter.id, ttl_, deadline, &kind(),
+                                              keys_.readers, waiter.value);
+    state->fence = fenced() ? static_cast<std::uint64_t>(f[1]) : 0;
+    return TurnOutcome{std::move(state), {}};
+  }
+
+  Request release_request(const Waiter& waiter) const override {
+    const LeaseState state(keys_.writer, waiter.id, ttl_, Clock::time_point{}, &kind(),
+                           keys_.readers, waiter.value);
+    return lease_request(state, false);
+  }
+
+  std::optional<Request> leave_request(const Waiter& waiter) const override {
+    const std::string member = std::string(writer_ ? "w:" : "r:") + waiter.value;
+    const std::string_view keys[] = {keys_.writer, keys_.readers, keys_.intent, waiting_.queue,
+                                     waiting_.tickets};
+    const std::string_view args[] = {member, waiting_.channel};
+    return Request::script(rw_leave_queue_script(), keys, args).retry_safe();
+  }
+
+ private:
+  // Readers are never fenced.
+  bool fenced() const noexcept { return writer_ && keys_.fence.has_value(); }
+  const LeaseKind& kind() const noexcept { return writer_ ? kRwWriterLease : kRwReaderLease; }
+
+  RwKeys keys_;
+  WaitKeys waiting_;
+  std::chrono::milliseconds ttl_;
+  bool writer_;
+};
+
+}  // namespace
+
+std::shared_ptr<const TurnContract> rw_turn(RwKeys keys, std::chrono::milliseconds ttl,
+                                            bool writer) {
+  return std::make_shared<RwTurn>(std::move(keys), ttl, writer);
 }
 
 }  // namespace leasehold::detail

@@ -2,6 +2,7 @@
 #include "leasehold/semaphore.hpp"
 
 #include "lease_scripts.hpp"
+#include "leasehold/detail/turn.hpp"
 
 namespace leasehold::detail {
 
@@ -35,6 +36,75 @@ const Script& permit_in_turn_script() {
 const Script& permit_leave_queue_script() {
   static const Script script{std::string(lua::permit_leave_queue)};
   return script;
+}
+
+namespace {
+
+class PermitTurn final : public TurnContract {
+ public:
+  PermitTurn(PermitKeys keys, std::chrono::milliseconds ttl, std::uint32_t permits)
+      : keys_(std::move(keys)), waiting_(keys_.holders), ttl_(ttl), permits_(permits) {}
+
+  const std::string& key() const noexcept override { return keys_.holders; }
+  bool queued() const noexcept override { return true; }
+
+  Request try_request(const Waiter& waiter) const override {
+    const DecimalDigits ttl(ttl_.count());
+    const DecimalDigits ticket_ttl(waiter.ticket_ttl.count());
+    const DecimalDigits permits(permits_);
+    const std::string_view args[] = {waiter.value, ttl.view(), ticket_ttl.view(), permits.view(),
+                                     waiting_.channel};
+    const std::string_view keys[] = {keys_.holders, waiting_.queue, waiting_.tickets, keys_.count,
+                                     keys_.fence ? std::string_view(*keys_.fence) : ""};
+    return Request::script(permit_in_turn_script(), std::span(keys, keys_.fence ? 5 : 4), args)
+        .retry_safe()
+        .grants_lease();
+  }
+
+  Result<TurnOutcome> parse_try(const Reply& reply, const Timing& timing,
+                                const Waiter& waiter) const override {
+    Result<std::vector<long long>> fields = turn_fields(reply);
+    if (!fields)
+      return Result<TurnOutcome>(fields.error(), fields.detail());
+    const std::vector<long long>& f = *fields;
+    // A permit's blocker is its own (the lease whose end lets it in): each permit waiter tries
+    // at its blocker's end, as the head of a lock's queue does.
+    if (f[0] == 0)
+      return TurnOutcome{nullptr,
+                         {std::chrono::milliseconds(f[1]), 1, std::chrono::milliseconds(f[3])}};
+    const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
+    if (timing.received >= deadline)
+      return granted_too_late<TurnOutcome>();
+    auto state = std::make_shared<LeaseState>(keys_.holders, waiter.id, ttl_, deadline,
+                                              &kPermitLease, keys_.count, waiter.value);
+    state->fence = keys_.fence ? static_cast<std::uint64_t>(f[1]) : 0;
+    return TurnOutcome{std::move(state), {}};
+  }
+
+  Request release_request(const Waiter& waiter) const override {
+    const LeaseState state(keys_.holders, waiter.id, ttl_, Clock::time_point{}, &kPermitLease,
+                           keys_.count, waiter.value);
+    return lease_request(state, false);
+  }
+
+  std::optional<Request> leave_request(const Waiter& waiter) const override {
+    const std::string_view keys[] = {keys_.holders, waiting_.queue, waiting_.tickets};
+    const std::string_view args[] = {waiter.value, waiting_.channel};
+    return Request::script(permit_leave_queue_script(), keys, args).retry_safe();
+  }
+
+ private:
+  PermitKeys keys_;
+  WaitKeys waiting_;
+  std::chrono::milliseconds ttl_;
+  std::uint32_t permits_;
+};
+
+}  // namespace
+
+std::shared_ptr<const TurnContract> permit_turn(PermitKeys keys, std::chrono::milliseconds ttl,
+                                                std::uint32_t permits) {
+  return std::make_shared<PermitTurn>(std::move(keys), ttl, permits);
 }
 
 }  // namespace leasehold::detail

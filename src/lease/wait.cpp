@@ -13,144 +13,30 @@ namespace {
 
 struct TurnTag {};
 
-// What one try found: the lease (granted), or where the waiter stands.
-struct TurnOutcome {
-  std::shared_ptr<LeaseState> state;
-  TurnSeen seen;
-};
-
-// One try in turn of a wait, whatever it waits for: a Lock (try_lock_in_turn's script), or an
-// RwLock's read or write side (rw_in_turn_script). Retry-safe; an unknown outcome releases the
+// One try in turn of a wait, by its kind's contract. Retry-safe; an unknown outcome releases the
 // lease the try may have taken.
 class TurnTry {
  public:
   using result_type = TurnOutcome;
   using effect = Write<TurnTag>;
 
-  TurnTry(const TurnWait& wait, const WaitTicket& ticket)
-      : wait_(wait),
-        lock_try_(wait.key, wait.ttl, wait.fence_key, ticket),
-        ticket_(ticket),
-        value_(ticket.value()) {
-    if (wait.raw)
-      raw_try_.emplace(wait.key, wait.ttl, BareValue{});
-  }
+  TurnTry(std::shared_ptr<const TurnContract> turn, const WaitTicket& ticket)
+      : turn_(std::move(turn)), waiter_(waiter_of(ticket)) {}
 
-  Request request() const {
-    if (raw_try_)
-      return raw_try_->request();
-    if (wait_.kind == TurnKind::lock)
-      return lock_try_.request();
-    if (wait_.kind == TurnKind::permit)
-      return permit_request();
-    const std::string queue = queue_key(wait_.key);
-    const std::string tickets = tickets_key(wait_.key);
-    const DecimalDigits ttl(wait_.ttl.count());
-    const DecimalDigits ticket_ttl(ticket_.ttl.count());
-    const std::string_view kind = wait_.kind == TurnKind::write ? "w" : "r";
-    const std::string_view args[] = {kind, value_, ttl.view(), ticket_ttl.view()};
-    const std::string_view keys[] = {
-        wait_.key, wait_.readers_key, wait_.intent_key,
-        queue,     tickets,           wait_.fence_key ? std::string_view(*wait_.fence_key) : ""};
-    return Request::script(rw_in_turn_script(), std::span(keys, wait_.fence_key ? 6 : 5), args)
-        .retry_safe()
-        .grants_lease();
-  }
-
+  Request request() const { return turn_->try_request(waiter_); }
   Result<TurnOutcome> parse(const Reply& reply, const Timing& timing) const {
-    if (raw_try_) {
-      Result<std::optional<LockToken<TurnTag>>> token = raw_try_->parse(reply, timing);
-      if (!token)
-        return Result<TurnOutcome>(token.error(), token.detail());
-      return TurnOutcome{*token ? (*token)->state() : nullptr, {}};
-    }
-    if (wait_.kind == TurnKind::lock) {
-      Result<Turn<TurnTag>> turn = lock_try_.parse(reply, timing);
-      if (!turn)
-        return Result<TurnOutcome>(turn.error(), turn.detail());
-      if (turn->token)
-        return TurnOutcome{turn->token->state(), {}};
-      return TurnOutcome{nullptr, {turn->holder_ttl, turn->position, turn->head_ticket_ttl}};
-    }
-    Result<std::vector<long long>> fields = turn_fields(reply);  // RwLock and Semaphore alike
-    if (!fields)
-      return Result<TurnOutcome>(fields.error(), fields.detail());
-    const std::vector<long long>& f = *fields;
-    if (f[0] == 0) {
-      // A permit's blocker is its own (the lease whose end lets it in): each permit waiter
-      // tries at its blocker's end, as the head of a lock's queue does.
-      const std::size_t place = wait_.kind == TurnKind::permit ? 1 : static_cast<std::size_t>(f[2]);
-      return TurnOutcome{nullptr,
-                         {std::chrono::milliseconds(f[1]), place, std::chrono::milliseconds(f[3])}};
-    }
-    const Clock::time_point deadline = lease_deadline(timing.sent, wait_.ttl);
-    if (timing.received >= deadline)
-      return granted_too_late<TurnOutcome>();
-    auto state = std::make_shared<LeaseState>(wait_.key, ticket_.id, wait_.ttl, deadline, &kind(),
-                                              second_key(), value_);
-    state->fence = wait_.fence_key ? static_cast<std::uint64_t>(f[1]) : 0;
-    return TurnOutcome{std::move(state), {}};
+    return turn_->parse_try(reply, timing, waiter_);
   }
-
-  std::optional<Request> on_unknown_outcome() const {
-    if (raw_try_)
-      return raw_try_->on_unknown_outcome();
-    if (wait_.kind == TurnKind::lock)
-      return lock_try_.on_unknown_outcome();
-    const LeaseState state(wait_.key, ticket_.id, wait_.ttl, Clock::time_point{}, &kind(),
-                           second_key(), value_);
-    return lease_request(state, false);
-  }
+  std::optional<Request> on_unknown_outcome() const { return turn_->release_request(waiter_); }
 
   // The waiter as the queue and the lease store it.
-  const std::string& value() const noexcept { return value_; }
-
-  // Gives the waiter's place up (a wait that ended without the lease).
-  Request leave() const {
-    if (wait_.kind == TurnKind::lock)
-      return LeaveQueue<TurnTag>(wait_.key, ticket_).request();
-    if (wait_.kind == TurnKind::permit) {
-      const WaitKeys waiting(wait_.key);
-      const std::string_view keys[] = {wait_.key, waiting.queue, waiting.tickets};
-      const std::string_view args[] = {value_, waiting.channel};
-      return Request::script(permit_leave_queue_script(), keys, args).retry_safe();
-    }
-    const std::string member = std::string(wait_.kind == TurnKind::write ? "w:" : "r:") + value_;
-    const WaitKeys waiting(wait_.key);
-    const std::string_view keys[] = {wait_.key, wait_.readers_key, wait_.intent_key, waiting.queue,
-                                     waiting.tickets};
-    const std::string_view args[] = {member, waiting.channel};
-    return Request::script(rw_leave_queue_script(), keys, args).retry_safe();
-  }
+  const std::string& value() const noexcept { return waiter_.value; }
+  // Gives the waiter's place up (a wait that ended without the lease); nothing without a queue.
+  std::optional<Request> leave() const { return turn_->leave_request(waiter_); }
 
  private:
-  const LeaseKind& kind() const {
-    if (wait_.kind == TurnKind::permit)
-      return kPermitLease;
-    return wait_.kind == TurnKind::write ? kRwWriterLease : kRwReaderLease;
-  }
-  // A reader's and a writer's second key is the readers' set, a permit's the count key.
-  const std::string& second_key() const { return wait_.readers_key; }
-
-  Request permit_request() const {
-    const WaitKeys waiting(wait_.key);
-    const DecimalDigits ttl(wait_.ttl.count());
-    const DecimalDigits ticket_ttl(ticket_.ttl.count());
-    const DecimalDigits permits(wait_.permits);
-    const std::string_view args[] = {value_, ttl.view(), ticket_ttl.view(), permits.view(),
-                                     waiting.channel};
-    const std::string_view keys[] = {wait_.key, waiting.queue, waiting.tickets, wait_.readers_key,
-                                     wait_.fence_key ? std::string_view(*wait_.fence_key) : ""};
-    return Request::script(permit_in_turn_script(), std::span(keys, wait_.fence_key ? 5 : 4), args)
-        .retry_safe()
-        .grants_lease();
-  }
-
-  TurnWait wait_;
-  TryLockInTurn<TurnTag> lock_try_;
-  std::optional<TryLock<TurnTag>> raw_try_;  // a raw key's plain try, the same id every time
-  WaitTicket ticket_;
-  std::string value_;  // the waiter as the queue and the lease store it
+  std::shared_ptr<const TurnContract> turn_;
+  Waiter waiter_;
 };
 
 // The leave of a wait that ended without the lease, as a query whose reply is awaited: the wait
@@ -184,7 +70,7 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
       : transport_(std::move(transport)),
         observer_(std::move(observer)),
         wait_(std::move(wait)),
-        query_(wait_, ticket()),
+        query_(wait_.turn, ticket()),
         ticket_value_(query_.value()),
         timer_(transport_->strand()),
         done_(std::move(done)) {}
@@ -200,6 +86,9 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
   }
 
  private:
+  const std::string& key() const noexcept { return wait_.turn->key(); }
+  bool queued() const noexcept { return wait_.turn->queued(); }
+
   const WaitTicket& ticket() {
     ticket_.ttl = wait_.options.ticket_ttl;
     if (!wait_.holder_label.empty())
@@ -238,20 +127,20 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
         finish(turn.error(), turn.detail(), nullptr);
         return;
       }
-      arm(std::min(now + (wait_.raw ? wait_.options.poll : wait_.options.recheck), wait_.deadline));
+      arm(std::min(now + (queued() ? wait_.options.recheck : wait_.options.poll), wait_.deadline));
       return;
     }
     if (turn->state) {
       finish({}, {}, std::move(turn->state));
       return;
     }
-    if (!wait_.raw)  // a raw key's waiter has no place in a queue
-      tell(observer_.get(), &Observer::on_wait, WaitEvent{wait_.key, turn->seen.position});
+    if (queued())  // a waiter without a queue has no place in one
+      tell(observer_.get(), &Observer::on_wait, WaitEvent{key(), turn->seen.position});
     if (last_try_ || now >= wait_.deadline) {
       finish({}, {}, nullptr);
       return;
     }
-    if (wait_.raw) {  // nobody tells of a release: try again after the poll
+    if (!queued()) {  // nobody tells of a release: try again after the poll
       arm(std::min(now + wait_.options.poll, wait_.deadline));
       return;
     }
@@ -268,7 +157,7 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
 
   void watch() {
     watch_ = transport_->notifications().watch(
-        released_channel(wait_.key),
+        released_channel(key()),
         [weak = weak_from_this()](ChannelEvent event, std::string_view payload) {
           if (const auto self = weak.lock())
             self->on_event(event, payload);
@@ -314,16 +203,17 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
                               : error                                   ? Outcome::failed
                                                                         : Outcome::busy;
       tell(observer_.get(), &Observer::on_acquire,
-           AcquireEvent{wait_.key, outcome, Clock::now() - started_});
+           AcquireEvent{key(), outcome, Clock::now() - started_});
     }
-    if (wait_.raw) {  // no place to give up
+    std::optional<Request> leave = query_.leave();
+    if (!leave) {  // no place to give up
       done_(error, std::move(detail), std::move(state));
       return;
     }
     if (state || (error && error != asio::error::operation_aborted)) {
       // Granted; or failed, when Redis may not answer a leave either: it is sent, not awaited.
       if (!state)
-        send_without_waiting(*transport_, query_.leave());
+        send_without_waiting(*transport_, std::move(*leave));
       done_(error, std::move(detail), std::move(state));
       return;
     }
@@ -332,7 +222,7 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
     auto on_left = [self = shared_from_this(), error, detail = std::move(detail)](
                        Result<bool>) mutable { self->done_(error, std::move(detail), nullptr); };
     transport_->submit(std::make_unique<QueryOperation<LeaveTurn, decltype(on_left)>>(
-        LeaveTurn{query_.leave()}, connection_now(*transport_), std::move(on_left)));
+        LeaveTurn{std::move(*leave)}, connection_now(*transport_), std::move(on_left)));
   }
 
   std::shared_ptr<Transport> transport_;

@@ -7,14 +7,9 @@
 #include <chrono>
 
 #include "leasehold/clock.hpp"
+#include "leasehold/detail/turn.hpp"
 
 namespace leasehold::detail {
-
-struct TurnSeen {
-  std::chrono::milliseconds holder_ttl{0};  // 0: free (a waiter ahead); < 0: no TTL
-  std::size_t position = 0;                 // 1: the head
-  std::chrono::milliseconds head_ticket_ttl{0};
-};
 
 // The head tries when the holder's lease runs out (a crashed holder tells no one); the one
 // behind it when the head's ticket runs out (the head may have died); everyone at least every

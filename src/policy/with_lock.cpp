@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "leasehold/detail/timer.hpp"
+#include "leasehold/raw_lock.hpp"
 
 namespace leasehold {
 
@@ -133,12 +134,11 @@ void Locker::validate(std::string_view name, const WithLockOptions& options) {
 
 detail::TurnWait Locker::turn_wait(std::string_view name, std::chrono::milliseconds ttl,
                                    Clock::time_point deadline, const WaitOptions& waiting) const {
-  detail::TurnWait wait{key(name), ttl,
-                        fencing() ? std::optional<std::string>(fence_key(name)) : std::nullopt,
-                        deadline, waiting};
-  wait.holder_label = holder_label_;
-  wait.raw = raw_;
-  return wait;
+  auto turn = raw_ ? detail::raw_turn(key(name), ttl)
+                   : detail::lock_turn(
+                         key(name), ttl,
+                         fencing() ? std::optional<std::string>(fence_key(name)) : std::nullopt);
+  return detail::TurnWait{std::move(turn), deadline, waiting, holder_label_};
 }
 
 WaitOptions Locker::waiting(const WithLockOptions& options) const {

@@ -414,6 +414,69 @@ TEST(WaitOnARestartedServer, TheWaiterGetsTheLockAfterTheServerIsBack) {
             got->id().hex());
 }
 
+// A kind of lease that the library does not know, as a new kind would be added: its turn
+// contract and its script, and nothing else. Its lease (a plain key holding the waiter's value)
+// may only be taken while a gate key exists; it keeps no queue, so its waiters poll.
+class GatedTurn final : public detail::TurnContract {
+ public:
+  GatedTurn(std::string key, std::string gate) : key_(std::move(key)), gate_(std::move(gate)) {}
+
+  const std::string& key() const noexcept override { return key_; }
+  bool queued() const noexcept override { return false; }
+  Request try_request(const detail::Waiter& waiter) const override {
+    // KEYS[1] the lease, KEYS[2] the gate; ARGV[1] the waiter's value, ARGV[2] the TTL in ms
+    // -> 1 held by this waiter (now, or already), 0 refused.
+    static const Script script(
+        "if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end\n"
+        "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end\n"
+        "if redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end\n"
+        "return 0\n");
+    const std::string_view keys[] = {key_, gate_};
+    const std::string_view args[] = {waiter.value, "30000"};
+    return Request::script(script, keys, args).retry_safe().grants_lease();
+  }
+  Result<detail::TurnOutcome> parse_try(const Reply& reply, const Timing& timing,
+                                        const detail::Waiter& waiter) const override {
+    if (reply.type != Reply::Type::integer)
+      return Result<detail::TurnOutcome>(make_error_code(errc::unexpected_reply), to_string(reply));
+    if (reply.integer == 0)
+      return detail::TurnOutcome{};
+    return detail::TurnOutcome{
+        std::make_shared<detail::LeaseState>(key_, waiter.id, 30s, lease_deadline(timing.sent, 30s),
+                                             &detail::kLockLease, std::string(), waiter.value),
+        {}};
+  }
+  Request release_request(const detail::Waiter& waiter) const override {
+    return detail::lock_release_request(key_, waiter.value);
+  }
+  std::optional<Request> leave_request(const detail::Waiter&) const override {
+    return std::nullopt;
+  }
+
+ private:
+  std::string key_;
+  std::string gate_;
+};
+
+TEST_F(WaitTest, AKindTheLibraryDoesNotKnowIsWaitedForByItsTurnContractAlone) {
+  struct Gated {};
+  const auto turn =
+      detail::TurnAccess::make<LockToken<Gated>>(std::make_shared<GatedTurn>(key_, key_ + ":gate"));
+  const long long tries_before = testing::command_calls(*server_, "evalsha");
+  std::optional<LockToken<Gated>> got;
+  std::thread waiter([&] { got = wait_until(redis_, turn, Clock::now() + 10s, {.poll = 20ms}); });
+  ASSERT_TRUE(eventually([&] {
+    return testing::command_calls(*server_, "evalsha") >= tries_before + 2;
+  })) << "the waiter tries again and again";
+  EXPECT_FALSE(server_->command({"EXISTS", key_}).integer) << "taken while the gate was closed";
+  server_->command({"SET", key_ + ":gate", "open"});
+  waiter.join();
+  ASSERT_TRUE(got);
+  EXPECT_EQ(server_->command({"GET", key_}).str, got->value());
+  EXPECT_TRUE(redis_.process(got->release())) << "released by the kind's LeaseKind";
+  EXPECT_FALSE(server_->command({"EXISTS", key_}).integer);
+}
+
 TEST(WaitOptionsTest, ARecheckThatWouldLetTheTicketRunOutIsAnError) {
   testing::RedisServer server;
   Client redis(server.unix_url());

@@ -1,0 +1,69 @@
+// The turn contract: what a kind of lease supplies so that one generic waiter (wait.hpp) can
+// wait in turn for it, as LeaseKind (lock.hpp) is what it supplies to be released and extended.
+// A kind implements TurnContract in its own .cpp, with its own scripts; the waiter, its schedule
+// and every caller of wait_until() name no kind.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "leasehold/lease.hpp"
+#include "leasehold/query.hpp"
+#include "leasehold/request.hpp"
+
+namespace leasehold::detail {
+
+// Where a refused waiter stands, from its try's reply.
+struct TurnSeen {
+  // How long until what keeps this waiter out may be gone (a holder's lease; 0: free, but
+  // another waiter goes first; < 0: a key without a TTL).
+  std::chrono::milliseconds holder_ttl{0};
+  std::size_t position = 0;                      // 1: the next to be granted
+  std::chrono::milliseconds head_ticket_ttl{0};  // 0: this waiter is the head
+};
+
+// What one try found: the granted lease, or where the waiter stands.
+struct TurnOutcome {
+  std::shared_ptr<LeaseState> state;
+  TurnSeen seen;
+};
+
+// One waiter, from its WaitTicket (queue.hpp): the id its lease gets, how long its place is kept
+// without a renewal, and its value as the queue and its lease store it (the id and its holder).
+struct Waiter {
+  LeaseId id;
+  std::chrono::milliseconds ticket_ttl;
+  std::string value;
+};
+
+class TurnContract {
+ public:
+  virtual ~TurnContract() = default;
+
+  // The key a wait is reported under (observer events). A queued kind's waiters are told of
+  // their turn on this key's release channel (released_channel(key)).
+  virtual const std::string& key() const noexcept = 0;
+  // Whether the kind keeps a queue: its waiters take a place, are told when it is their turn,
+  // and give their place up when they stop. A kind without one (a key other clients' locks
+  // share, which must not be marked or queued) is tried again every WaitOptions::poll.
+  virtual bool queued() const noexcept = 0;
+  // One try in turn: granted, or refused with where the waiter stands. Retry-safe (a retry that
+  // finds the waiter's own lease is granted); it grants a lease.
+  virtual Request try_request(const Waiter& waiter) const = 0;
+  virtual Result<TurnOutcome> parse_try(const Reply& reply, const Timing& timing,
+                                        const Waiter& waiter) const = 0;
+  // Sent when a try's outcome stays unknown: gives back the lease it may have taken.
+  virtual Request release_request(const Waiter& waiter) const = 0;
+  // Gives the waiter's place up; nothing for a kind without a queue.
+  virtual std::optional<Request> leave_request(const Waiter& waiter) const = 0;
+};
+
+// A try in turn's reply {1, fence} or {0, blocker ms, place, head ticket ms} as its fields;
+// an error reply as its error, anything else as errc::unexpected_reply.
+Result<std::vector<long long>> turn_fields(const Reply& reply);
+
+}  // namespace leasehold::detail
