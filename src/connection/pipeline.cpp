@@ -14,6 +14,28 @@ bool is_noscript(const Reply& reply) {
   return reply.is_error() && reply.str.starts_with("NOSCRIPT");
 }
 
+// Whether two calls may touch one key, by the keys their requests declare (every script call
+// and lease query does; a command that declares none is not counted): a hash slot in common, or
+// keys across slots.
+bool may_share_a_key(const Operation& a, const Operation& b) {
+  using Keys = Request::Keys;
+  const auto declared = [](Keys keys) {
+    return keys == Keys::one_slot || keys == Keys::cross_slot;
+  };
+  for (const Request& x : a.requests()) {
+    const auto [x_keys, x_slot] = x.keys_and_slot();
+    if (!declared(x_keys))
+      continue;
+    for (const Request& y : b.requests()) {
+      const auto [y_keys, y_slot] = y.keys_and_slot();
+      if (declared(y_keys) &&
+          (x_keys == Keys::cross_slot || y_keys == Keys::cross_slot || x_slot == y_slot))
+        return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 Pipeline::Pipeline(PipelineSink& sink, std::string address,
@@ -85,9 +107,38 @@ bool Pipeline::on_reply(Reply&& reply) {
   in_flight_.pop_front();
   if (expired_in_flight_ > 0)  // it was the first of them
     --expired_in_flight_;
+  if (fallbacks_waiting_ > 0 &&
+      (dropped || done->noscript_replies.size() < done->requests().size()))
+    mark_overtaken(*done);
   if (!dropped)
     finish(std::move(done));
+  if (in_flight_.empty() && fallbacks_waiting_ > 0)
+    fail_overtaken();  // every call sent after them has answered: which ran is known
   return true;
+}
+
+void Pipeline::mark_overtaken(const Operation& done) {
+  for (std::size_t i = 0; i < fallbacks_waiting_; ++i)
+    if (!waiting_[i]->overtaken && may_share_a_key(*waiting_[i], done))
+      waiting_[i]->overtaken = true;
+}
+
+void Pipeline::fail_overtaken() {
+  for (std::size_t i = 0; i < fallbacks_waiting_;) {
+    if (!waiting_[i]->overtaken) {
+      ++i;
+      continue;
+    }
+    OperationPtr operation = std::move(waiting_[i]);
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
+    --fallbacks_waiting_;
+    sink_.complete(*operation, make_error_code(errc::no_script),
+                   "Redis at " + address_ +
+                       " no longer had the call's Lua script (NOSCRIPT: a SCRIPT FLUSH, or a "
+                       "failover to a server without it), and a call made after it to the same "
+                       "key ran first; it was not run again, so that calls to a key run in the "
+                       "order they were made");
+  }
 }
 
 bool Pipeline::cancel(std::uint64_t id, CancelScope scope) {
@@ -207,6 +258,11 @@ void Pipeline::on_lost(const Failure& failure) {
   connected_ = false;  // what the failures cause waits for the next connection
   unsent_.clear();     // its calls are in in_flight_, failed or sent again below
   std::deque<OperationPtr> resend;
+  if (fallbacks_waiting_ > 0) {  // every call in flight may have run
+    for (const OperationPtr& operation : in_flight_)
+      mark_overtaken(*operation);
+    fail_overtaken();
+  }
   for (std::size_t i = expired_in_flight_; i < in_flight_.size(); ++i) {
     OperationPtr& operation = in_flight_[i];
     if (operation->answered)

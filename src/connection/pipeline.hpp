@@ -12,7 +12,10 @@
 // A script call answered NOSCRIPT goes back to the front of `waiting_` as EVAL, behind the script
 // calls answered NOSCRIPT before it: they are sent again in the order they were first sent, once
 // every call in flight has been answered (a script call sent after them may still come back
-// NOSCRIPT, and its EVAL must go out before anything written after it).
+// NOSCRIPT, and its EVAL must go out before anything written after it). A call sent after one
+// answered NOSCRIPT may have run all the same (its script was loaded meanwhile): if its declared
+// keys share a hash slot with the NOSCRIPT call's, that call is not sent again but fails
+// (errc::no_script), so that no call to a name runs after one made later.
 #pragma once
 
 #include <asio/cancellation_type.hpp>
@@ -111,6 +114,12 @@ class Pipeline {
 
  private:
   void finish(OperationPtr operation);
+  // `done` ran (at least one of its requests was not answered NOSCRIPT, or it was dropped and may
+  // have): the calls waiting to be sent again as EVAL that share a hash slot with it are
+  // overtaken.
+  void mark_overtaken(const Operation& done);
+  // Fails the overtaken calls among those waiting to be sent again as EVAL.
+  void fail_overtaken();
   void expire_due(Clock::time_point now);
   bool silent_too_long(Clock::time_point now);
 

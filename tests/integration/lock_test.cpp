@@ -97,6 +97,29 @@ TEST_F(LockTest, AfterATakeoverTheOldTokenCannotTouchTheNewHolder) {
   EXPECT_LE(pttl(locks.key("n")), ttl_before) << "the old token's extend touched the new lease";
 }
 
+// The scripts were flushed, and the release's script loaded again (by another client) before
+// the extend's: an extend sent before a release is answered NOSCRIPT while the release runs. Sent
+// again, the extend would run after the release its caller made later; it fails instead.
+TEST_F(LockTest, AfterAScriptFlushAnExtendSentBeforeAReleaseNeverRunsAfterIt) {
+  Client redis(server_->unix_url());
+  const auto locks = lock(10s);
+  auto token = redis.process(locks.try_lock("n"));
+  ASSERT_TRUE(token);
+  ASSERT_EQ(server_->command({"SCRIPT", "FLUSH"}), Reply::make_status("OK"));
+  server_->command({"SCRIPT", "LOAD", detail::lock_release_script().body()});
+  // Paused, Redis holds both calls until they are both in flight.
+  ASSERT_EQ(server_->command({"CLIENT", "PAUSE", "200", "ALL"}), Reply::make_status("OK"));
+  std::promise<std::error_code> extended;
+  std::promise<bool> released;
+  redis.async_process(token->extend(), [&](std::error_code ec, bool) { extended.set_value(ec); });
+  redis.async_process(token->release(),
+                      [&](std::error_code ec, bool done) { released.set_value(!ec && done); });
+  EXPECT_TRUE(released.get_future().get());
+  const std::error_code extend_error = extended.get_future().get();
+  EXPECT_EQ(extend_error, errc::no_script) << extend_error.message();
+  EXPECT_EQ(server_->command({"EXISTS", locks.key("n")}).integer, 0);
+}
+
 TEST_F(LockTest, PttlFollowsAcquireAndExtend) {
   Client redis(server_->unix_url());
   const auto locks = lock(30s);

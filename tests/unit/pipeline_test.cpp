@@ -228,6 +228,27 @@ TEST_F(PipelineTest, ScriptCallsAnsweredNoScriptGoOutAgainAsEvalInTheirOrder) {
   EXPECT_FALSE(log[1].error);
 }
 
+// The scripts were flushed: a's script is missing, but b's, to the same key, was loaded again
+// meanwhile (by another client) and b ran. Sent again, a would run after b, which its caller made
+// later: it fails instead. c, to another key, goes out again as usual.
+TEST_F(PipelineTest, ANoScriptCallOvertakenByALaterCallToItsKeyFailsInsteadOfRunningAfterIt) {
+  pipeline.on_connected(t0);
+  push("a", script_call("lease"));
+  push("c", script_call("other"));
+  push("b", script_call("lease"));
+  write_all();
+  EXPECT_TRUE(pipeline.on_reply(Reply::make_error("NOSCRIPT No matching script.")));
+  EXPECT_TRUE(pipeline.on_reply(Reply::make_error("NOSCRIPT No matching script.")));
+  EXPECT_TRUE(pipeline.on_reply(Reply::make_integer(1)));
+  ASSERT_EQ(names(), (std::vector<std::string>{"b", "a"}));
+  EXPECT_EQ(log[1].error, errc::no_script);
+  EXPECT_NE(log[1].detail.find("ran first"), std::string::npos) << log[1].detail;
+  EXPECT_EQ(write_all(), bytes_of(script_call("other").eval_fallback())) << "c goes out again";
+  pipeline.on_reply(Reply::make_integer(2));
+  EXPECT_EQ(names(), (std::vector<std::string>{"b", "a", "c"}));
+  EXPECT_FALSE(log[2].error);
+}
+
 TEST_F(PipelineTest, ACommandAnsweredNoScriptIsNotSentAgain) {
   pipeline.on_connected(t0);
   push("a", echo("a"));

@@ -71,6 +71,9 @@ class Operation {
   Clock::time_point deadline;
   std::size_t replies_received = 0;
   std::vector<std::size_t> noscript_replies;  // requests answered NOSCRIPT, sent again as EVAL
+  // A NOSCRIPT call waiting to be sent again as EVAL, after which a call to one of its hash slots
+  // ran: sent now, it would run after a call its caller made later. It fails instead.
+  bool overtaken = false;
 
  protected:
   // The derived operation's requests, which it stores.
