@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "doctor.hpp"
+#include "doctor/doctor.hpp"
 
 namespace leasehold::cli::doctor_detail {
 namespace {

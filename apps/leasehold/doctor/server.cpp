@@ -1,0 +1,175 @@
+// leasehold doctor's checks of a server's own settings: what it says of itself (INFO, ACL
+// WHOAMI), its version, its eviction policy, its persistence, its replicas and whether WAIT is
+// allowed.
+#include <cstdlib>
+#include <optional>
+
+#include "doctor/doctor.hpp"
+
+namespace leasehold::cli::doctor_detail {
+namespace {
+
+// CONFIG GET of one parameter: its value, or nothing with the reason in `why`.
+std::optional<std::string> config_get(Client& client, const ServerFacts& facts,
+                                      const std::string& parameter, std::string& why) {
+  const Reply reply = ask(client, {"CONFIG", "GET", parameter});
+  if (reply.is_error()) {
+    why = refusal("CONFIG GET", reply, facts.user);
+    return std::nullopt;
+  }
+  if (reply.elements.size() < 2) {
+    why = "CONFIG GET " + parameter + " gave nothing";
+    return std::nullopt;
+  }
+  return reply.elements[1].str;
+}
+
+// What a restart does to the leases, by the persistence configured (docs/reliability.md).
+Finding aof_finding(const std::optional<std::string>& fsync, const std::string& why) {
+  if (!fsync) {
+    return {"persistence", Level::warning,
+            "persistence: AOF, appendfsync could not be read (" + why +
+                "): unless it is always, a crash may forget the last leases taken"};
+  }
+  if (*fsync == "always") {
+    return {"persistence", Level::ok,
+            "persistence: AOF with appendfsync always: a lease Redis acknowledged survives a "
+            "crash or restart"};
+  }
+  const std::string lost = *fsync == "everysec" ? "its last second" : "the last seconds";
+  return {"persistence", Level::warning,
+          "persistence: AOF with appendfsync " + *fsync + ": a crash may forget the leases of " +
+              lost +
+              ", and another holder may then take them while their holders still work; set "
+              "appendfsync always for none lost (CONFIG SET appendfsync always)"};
+}
+
+// Whether the server writes an append-only file: INFO says, else CONFIG GET appendonly.
+std::optional<bool> aof_enabled(Client& client, const ServerFacts& facts, std::string& why) {
+  if (!field(facts, "aof_enabled").empty())
+    return field(facts, "aof_enabled") == "1";
+  const auto appendonly = config_get(client, facts, "appendonly", why);
+  if (!appendonly)
+    return std::nullopt;
+  return *appendonly == "yes";
+}
+
+}  // namespace
+
+ServerFacts read_facts(Client& client, const RedisUrl& url) {
+  ServerFacts facts;
+  const Reply whoami = ask(client, {"ACL", "WHOAMI"});
+  facts.user = whoami.is_error() ? url_user(url) : whoami.str;
+  const Reply info = ask(client, {"INFO"});
+  if (info.is_error())
+    facts.info_refusal = refusal("INFO", info, facts.user);
+  else
+    facts.info = parse_fields(info.str);
+  return facts;
+}
+
+std::string field(const ServerFacts& facts, const std::string& name) {
+  const auto found = facts.info.find(name);
+  return found == facts.info.end() ? std::string() : found->second;
+}
+
+Finding version_finding(const ServerFacts& facts) {
+  const std::string version = field(facts, "redis_version");
+  if (version.empty()) {
+    return {"version", Level::warning,
+            "version: could not be read (" + facts.info_refusal +
+                "); leasehold needs Redis 7.0 or later"};
+  }
+  if (std::atoi(version.c_str()) >= 7)
+    return {"version", Level::ok, "version: Redis " + version};
+  return {"version", Level::problem,
+          "version: Redis " + version +
+              " is too old: leasehold needs Redis 7.0 or later (SET with NX and GET together to "
+              "take a lease, SPUBLISH and SSUBSCRIBE to tell waiters of a release); upgrade it"};
+}
+
+Finding eviction_finding(Client& client, const ServerFacts& facts) {
+  std::string why;
+  std::optional<std::string> policy = config_get(client, facts, "maxmemory-policy", why);
+  // INFO memory says it too, for a user without CONFIG.
+  if (!policy && !field(facts, "maxmemory_policy").empty())
+    policy = field(facts, "maxmemory_policy");
+  if (!policy) {
+    return {"maxmemory-policy", Level::warning,
+            "maxmemory-policy: could not be checked (" + why +
+                "); make sure it is noeviction: any other policy may evict held leases"};
+  }
+  if (*policy == "noeviction") {
+    return {"maxmemory-policy", Level::ok,
+            "maxmemory-policy is noeviction: held leases are never evicted (a full Redis "
+            "refuses new ones instead)"};
+  }
+  // volatile-* evicts keys with a TTL, and every lease has one.
+  const std::string why_evicted =
+      policy->starts_with("volatile-") ? " (every lease has a TTL)" : "";
+  return {"maxmemory-policy", Level::problem,
+          "maxmemory-policy is " + *policy + ": Redis may evict held leases" + why_evicted +
+              "; set it to noeviction (CONFIG SET maxmemory-policy noeviction)"};
+}
+
+Finding persistence_finding(Client& client, const ServerFacts& facts) {
+  std::string why;
+  const std::optional<bool> aof = aof_enabled(client, facts, why);
+  if (aof == true)
+    return aof_finding(config_get(client, facts, "appendfsync", why), why);
+  const std::optional<std::string> save =
+      aof ? config_get(client, facts, "save", why) : std::nullopt;
+  if (!save) {
+    return {"persistence", Level::warning,
+            "persistence: could not be checked (" + why +
+                "); without AOF and appendfsync always, a crash forgets leases that their "
+                "holders still use"};
+  }
+  const std::string keep =
+      "; for leases that survive it: CONFIG SET appendonly yes and CONFIG SET appendfsync always";
+  if (save->empty()) {
+    return {"persistence", Level::warning,
+            "persistence: none: a restart forgets every lease while its holder still works, "
+            "and another may then take it" +
+                keep};
+  }
+  return {"persistence", Level::warning,
+          "persistence: RDB snapshots only (save " + *save +
+              "): a crash forgets the leases taken since the last snapshot, and another may then "
+              "take them while their holders still work" +
+              keep};
+}
+
+Finding replicas_finding(const ServerFacts& facts) {
+  const std::string role = field(facts, "role");
+  if (role.empty()) {
+    return {"replicas", Level::warning,
+            "replicas: could not be checked (" + facts.info_refusal + ")"};
+  }
+  if (role != "master") {
+    return {"replicas", Level::problem,
+            "replicas: the server is a replica of " + field(facts, "master_host") + ":" +
+                field(facts, "master_port") +
+                ": it refuses the writes leases need; point --redis at its master"};
+  }
+  const std::string count = field(facts, "connected_slaves");
+  if (count.empty() || count == "0")
+    return {"replicas", Level::ok, "replicas: none connected"};
+  return {"replicas", Level::ok,
+          "replicas: " + count +
+              " connected; replication is asynchronous: a failover may lose the leases taken "
+              "just before it (the replica_acks option narrows that window)"};
+}
+
+Finding wait_finding(Client& client, const ServerFacts& facts) {
+  // WAIT 0 0 asks for no replica: it answers at once.
+  const Reply reply = ask(client, {"WAIT", "0", "0"});
+  if (!reply.is_error())
+    return {"wait", Level::ok, "WAIT is allowed: the replica_acks option can be used"};
+  std::string advice = "if you use the replica_acks option, it fails every acquire";
+  if (is_noperm(reply))
+    advice += "; allow it: ACL SETUSER " + facts.user + " +wait";
+  return {"wait", Level::warning, refusal("WAIT", reply, facts.user) + ": " + advice};
+}
+
+}  // namespace leasehold::cli::doctor_detail

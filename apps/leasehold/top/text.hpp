@@ -1,0 +1,27 @@
+// Text that fits a terminal's columns, one column per character: names made safe to show, cut
+// with an ellipsis.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace leasehold::cli::top_detail {
+
+// How the terminal shows text: UTF-8, or ASCII only.
+struct Style {
+  bool utf8 = true;
+  std::string_view ellipsis() const { return utf8 ? "\xe2\x80\xa6" : "~"; }
+};
+
+// `text` safe to show: control characters (C0, DEL, C1) and bytes that are not UTF-8 become '?',
+// and so does every non-ASCII character for a terminal that is not UTF-8.
+std::string displayable(std::string_view text, bool utf8);
+
+// The columns `shown` (displayable text) takes: one per character.
+std::size_t columns_of(std::string_view shown);
+
+// `shown` cut to `width` columns, its last one `ellipsis` when cut.
+std::string fit(const std::string& shown, std::size_t width, std::string_view ellipsis);
+
+}  // namespace leasehold::cli::top_detail
