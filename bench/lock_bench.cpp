@@ -185,7 +185,7 @@ struct PlainRelease {
                                    std::uint64_t name) const {
     // Built before the co_await: g++ 12 cannot keep an initializer list across one.
     const leasehold::Command release(
-        std::vector<std::string>{"EVALSHA", sha, "1", lock.key(name), token.state()->value});
+        std::vector<std::string>{"EVALSHA", sha, "1", lock.key(name), token.value()});
     const leasehold::Reply reply = co_await client.async_process(release, asio::use_awaitable);
     co_return reply.integer == 1;
   }

@@ -46,13 +46,14 @@ class KeepAlive {
   // Starts keeping the token's lease alive. The token only lends its lease's state: it may be
   // moved or destroyed meanwhile. `client` must outlive the keep-alive.
   template <class L, class Side>
-  KeepAlive(Client& client, const BasicToken<L, Side>& token) : KeepAlive(client, token.state()) {}
+  KeepAlive(Client& client, const BasicToken<L, Side>& token)
+      : KeepAlive(client, detail::TokenAccess::state(token)) {}
   // The same with a hold budget: `max_hold` after this start the extensions stop and the lease is
   // reported lost with the cause errc::hold_budget_exceeded (its stop token requested then), so
   // that work that hangs cannot keep a lock for ever. Zero: no budget.
   template <class L, class Side>
   KeepAlive(Client& client, const BasicToken<L, Side>& token, std::chrono::milliseconds max_hold)
-      : KeepAlive(client, token.state(), max_hold) {}
+      : KeepAlive(client, detail::TokenAccess::state(token), max_hold) {}
 
   // Stops it (see stop()).
   ~KeepAlive();

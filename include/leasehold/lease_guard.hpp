@@ -41,20 +41,22 @@ class LeaseGuard {
   // Takes over the token's lease and keeps it alive until the release. `client` (the one that
   // acquired it) must outlive the guard.
   template <class L, class Side>
-  LeaseGuard(Client& client, BasicToken<L, Side> token) : LeaseGuard(client, token.state()) {}
+  LeaseGuard(Client& client, BasicToken<L, Side> token)
+      : LeaseGuard(client, detail::TokenAccess::state(token)) {}
   // The same, registered with `locker` until the release: its shutdown() releases the lease (in
   // one batch with the others) and revokes it here. If the locker has shut down already, the
   // lease is released at once (without waiting) and the guard holds nothing.
   template <class L, class Side>
-  LeaseGuard(Locker& locker, BasicToken<L, Side> token) : LeaseGuard(locker, token.state()) {}
+  LeaseGuard(Locker& locker, BasicToken<L, Side> token)
+      : LeaseGuard(locker, detail::TokenAccess::state(token)) {}
   // Either, with a hold budget (keep_alive.hpp): lost with errc::hold_budget_exceeded once held
   // for `max_hold` (zero: no budget).
   template <class L, class Side>
   LeaseGuard(Client& client, BasicToken<L, Side> token, std::chrono::milliseconds max_hold)
-      : LeaseGuard(client, token.state(), max_hold) {}
+      : LeaseGuard(client, detail::TokenAccess::state(token), max_hold) {}
   template <class L, class Side>
   LeaseGuard(Locker& locker, BasicToken<L, Side> token, std::chrono::milliseconds max_hold)
-      : LeaseGuard(locker, token.state(), max_hold) {}
+      : LeaseGuard(locker, detail::TokenAccess::state(token), max_hold) {}
 
   // release()s a lease still held; never throws.
   ~LeaseGuard();

@@ -214,11 +214,16 @@ std::shared_ptr<LeaseState> adopted_lease(std::string key, std::string_view valu
 // clients' locks share (raw_lock.hpp).
 struct BareValue {};
 
-// Makes tokens: only the acquire queries and adopt() do.
+// Makes tokens (only the acquire queries and adopt() do), and hands their shared lease state to
+// the layers above (keep-alives, guards).
 struct TokenAccess {
   template <class Token>
   static Token make(std::shared_ptr<LeaseState> state) {
     return Token(std::move(state));
+  }
+  template <class Token>
+  static const std::shared_ptr<LeaseState>& state(const Token& token) noexcept {
+    return token.state_;
   }
 };
 }  // namespace detail
@@ -372,9 +377,6 @@ class BasicToken {
   friend std::ostream& operator<<(std::ostream& out, const BasicToken& token) {
     return out << Side::token_name << '(' << token.key() << ", " << token.id() << ")";
   }
-
-  // For the layers above (keep-alives): the shared lease state.
-  const std::shared_ptr<detail::LeaseState>& state() const noexcept { return state_; }
 
  private:
   friend struct detail::TokenAccess;

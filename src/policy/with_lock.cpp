@@ -322,7 +322,7 @@ std::optional<LockToken<detail::WithLockTag>> Locker::acquire(std::string_view n
     throw busy(name, options);
   // Stopped while the acquire was in flight: the lease it got anyway is given back, unused.
   if (caller_stop.stop_requested()) {
-    release_quietly(token->state());
+    release_quietly(detail::TokenAccess::state(*token));
     throw cancelled();
   }
   return token;
@@ -377,7 +377,7 @@ asio::awaitable<LockToken<detail::WithLockTag>> Locker::async_acquire(std::strin
   // back: a lease it got anyway is given back at once, and the callback never starts.
   const asio::cancellation_state caller_state = co_await asio::this_coro::cancellation_state;
   if (caller_state.cancelled() != asio::cancellation_type::none) {
-    release_quietly_async(token->state());
+    release_quietly_async(detail::TokenAccess::state(*token));
     throw std::system_error(asio::error::operation_aborted);
   }
   co_return std::move(*token);

@@ -646,7 +646,7 @@ TEST_F(ReplicaAcks, AnAcknowledgedAcquireAndExtendAreHeld) {
   ASSERT_TRUE(token);
   EXPECT_TRUE(redis.process(token->extend()));
   EXPECT_GE(testing::command_calls(master_, "wait"), 2);
-  EXPECT_EQ(replica_.command({"GET", lock.key("a")}).str, token->state()->value);
+  EXPECT_EQ(replica_.command({"GET", lock.key("a")}).str, token->value());
   EXPECT_TRUE(redis.process(token->release()));
 }
 

@@ -166,7 +166,7 @@ TEST_F(KeepAliveTest, ALeaseGuardReleasesAtTheEndAndKeepsTheLeaseUntilThen) {
   auto token = redis.process(locks_.try_lock(name_));
   ASSERT_TRUE(token);
   const std::string id = token->id().hex();
-  const std::string value = token->state()->value;  // the id and this process's identity
+  const std::string value = token->value();  // the id and this process's identity
   {
     LeaseGuard guard(redis, std::move(*token));
     ASSERT_TRUE(guard);

@@ -131,7 +131,7 @@ TEST_F(QueueTest, AWaiterMarksTheHeldKeyWithTheHeadAndTheHolderStillOwnsIt) {
   const auto take = locks_.try_lock(name_);
   auto holder = redis_.process(take);
   ASSERT_TRUE(holder);
-  const std::string held = holder->state()->value;
+  const std::string held = holder->value();
   EXPECT_EQ(server_->command({"GET", key}).str, held) << "nobody waits: the bare id";
   const WaitTicket first;
   const WaitTicket second;

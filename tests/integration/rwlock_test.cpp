@@ -102,7 +102,7 @@ TEST_F(RwLockTest, AReadersExtendKeepsOnlyItsOwnLease) {
   auto b = redis.process(catalog.try_read("books"));
   const std::string key = catalog.readers_key("books");
   const auto score_of = [&](const ReadToken<RwLock<std::string>>& token) {
-    return std::stod(server_->command({"ZSCORE", key, token.state()->value}).str);
+    return std::stod(server_->command({"ZSCORE", key, token.value()}).str);
   };
   const double b_before = score_of(*b);
   const auto server_now_ms = [&] {

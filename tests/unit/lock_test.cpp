@@ -241,7 +241,7 @@ TEST(TryLockQuery, AnRvalueParseMovesTheKeyOnlyIntoAToken) {
     EXPECT_EQ((*taken)->key(), lock.key(name));
     EXPECT_EQ((*taken)->id(), original.id());
     EXPECT_EQ((*taken)->fence(), fenced ? std::optional<std::uint64_t>(4) : std::nullopt);
-    EXPECT_EQ((*taken)->state()->id_hex(), original.id().hex());
+    EXPECT_EQ((*taken)->id().hex(), original.id().hex());
     // The lvalue parse copies: the query keeps its key.
     auto copied = original.parse(granted, Timing{sent, sent + 1ms});
     ASSERT_TRUE(copied->has_value());

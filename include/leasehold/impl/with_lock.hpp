@@ -148,7 +148,7 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
     context = implicit;
 
   LockToken<detail::WithLockTag> token = co_await async_acquire(name, options);
-  const std::shared_ptr<const detail::LeaseState> lease = token.state();
+  const std::shared_ptr<const detail::LeaseState> lease = detail::TokenAccess::state(token);
   auto call = std::make_shared<detail::AsyncLockCall>(*this, std::move(token), options.max_hold);
   if (!call->guard)  // shut down while acquiring: the callback never runs
     co_await stay_pending();
