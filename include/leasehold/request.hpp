@@ -121,6 +121,7 @@ class Request {
   // The RESP bytes, as hiredis formatted them (held in the buffer hiredis made: no copy).
   std::string_view bytes() const noexcept { return {bytes_.get(), size_}; }
   bool is_script() const noexcept { return script_ != nullptr; }
+  const Script* script() const noexcept { return script_; }  // a script call's; else null
 
   // The same script call as EVAL with the script's body: sent when Redis answered NOSCRIPT.
   Request eval_fallback() const;

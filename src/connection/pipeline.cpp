@@ -54,12 +54,13 @@ std::string_view Pipeline::write() {
     return {};  // script calls sent before the re-sent ones may still come back NOSCRIPT
   // A single request is handed out from where it is; several are copied into one buffer (a
   // sequence of buffers is sent at most 16 at a time: asio's limit per write_some).
-  if (waiting_.size() == 1 && waiting_.front()->requests().size() == 1) {
+  if (waiting_.size() == 1 && waiting_.front()->requests().size() == 1 &&
+      !needs_loading(waiting_.front()->requests().front())) {
     handed_out_ = waiting_.front()->requests().front().bytes();
   } else {
     for (const OperationPtr& operation : waiting_)
       for (const Request& request : operation->requests())
-        unsent_ += request.bytes();
+        append(request);
     handed_out_ = unsent_;
   }
   while (!waiting_.empty()) {
@@ -70,6 +71,20 @@ std::string_view Pipeline::write() {
   }
   fallbacks_waiting_ = 0;
   return handed_out_;
+}
+
+bool Pipeline::needs_loading(const Request& request) const noexcept {
+  return request.is_script() && std::find(loaded_scripts_.begin(), loaded_scripts_.end(),
+                                          request.script()) == loaded_scripts_.end();
+}
+
+void Pipeline::append(const Request& request) {
+  if (!needs_loading(request)) {
+    unsent_ += request.bytes();
+    return;
+  }
+  unsent_ += request.eval_fallback().bytes();
+  loaded_scripts_.push_back(request.script());
 }
 
 void Pipeline::written(std::size_t size) {
@@ -96,9 +111,10 @@ bool Pipeline::on_reply(Reply&& reply) {
   // Its caller already got command_timeout, or operation_aborted.
   const bool dropped = front.answered;
   if (!dropped) {
-    if (front.requests()[index].is_script() && is_noscript(reply))
+    if (front.requests()[index].is_script() && is_noscript(reply)) {
       front.noscript_replies.push_back(index);
-    else
+      loaded_scripts_.clear();  // the server lost them all
+    } else
       front.on_reply(index, std::move(reply));
   }
   if (front.replies_received < front.requests().size())
@@ -178,6 +194,10 @@ void Pipeline::finish(OperationPtr operation) {
   }
   // Sent again ahead of everything queued, behind the script calls re-sent before it: its
   // deadline is older than any queued call's, so the queue keeps deadlines in order.
+  for (std::size_t index : operation->noscript_replies)  // their EVAL loads them again
+    if (const Script* script = operation->requests()[index].script();
+        std::find(loaded_scripts_.begin(), loaded_scripts_.end(), script) == loaded_scripts_.end())
+      loaded_scripts_.push_back(script);
   OperationPtr fallback = resend_as_eval(std::move(operation));
   wake_at_ = std::min(wake_at_, fallback->deadline);
   waiting_.insert(waiting_.begin() + static_cast<std::ptrdiff_t>(fallbacks_waiting_),
@@ -250,7 +270,8 @@ void Pipeline::expire_due(Clock::time_point now) {
 
 void Pipeline::on_connected(Clock::time_point now) {
   connected_ = true;
-  read_time_ = now;  // the handshake's replies came: the server was there
+  loaded_scripts_.clear();  // perhaps another server, or one restarted
+  read_time_ = now;         // the handshake's replies came: the server was there
   silent_since_.reset();
 }
 

@@ -9,7 +9,12 @@
 // replies, if they come, are matched and dropped; so does one cancelled in flight (anywhere in
 // in_flight_: marked `answered`).
 //
-// A script call answered NOSCRIPT goes back to the front of `waiting_` as EVAL, behind the script
+// A script goes out as EVALSHA once this connection has sent it: the first call of each script
+// on a connection goes out as EVAL, which loads it, so that a server that never saw it (a new
+// one, a restarted one, the node a slot moved to) answers no call NOSCRIPT.
+//
+// A script call answered NOSCRIPT (the server lost its scripts: SCRIPT FLUSH) goes back to the
+// front of `waiting_` as EVAL, behind the script
 // calls answered NOSCRIPT before it: they are sent again in the order they were first sent, once
 // every call in flight has been answered (a script call sent after them may still come back
 // NOSCRIPT, and its EVAL must go out before anything written after it). A call sent after one
@@ -27,6 +32,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "failure.hpp"
 #include "leasehold/detail/operation.hpp"
@@ -114,6 +120,9 @@ class Pipeline {
 
  private:
   void finish(OperationPtr operation);
+  // Appends `request` to unsent_: as EVAL when its script is not loaded yet (which loads it).
+  void append(const Request& request);
+  bool needs_loading(const Request& request) const noexcept;
   // `done` ran (at least one of its requests was not answered NOSCRIPT, or it was dropped and may
   // have): the calls waiting to be sent again as EVAL that share a hash slot with it are
   // overtaken.
@@ -132,6 +141,9 @@ class Pipeline {
   std::deque<OperationPtr> in_flight_;
   std::size_t expired_in_flight_ = 0;
   std::size_t fallbacks_waiting_ = 0;  // at the front of waiting_
+  // The scripts sent since the connection was set up (EVAL loaded them), until a NOSCRIPT says
+  // the server lost them. Few: the library's scripts.
+  std::vector<const Script*> loaded_scripts_;
   // Bytes of calls in in_flight_ that the socket has not taken yet: while it holds any, they are
   // being sent and nothing else may be written. (Its capacity is kept.)
   std::string unsent_;

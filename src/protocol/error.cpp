@@ -89,7 +89,7 @@ bool is_of(errc code, condition kind) noexcept {
     case condition::transient:
       return code == errc::connect_failed || code == errc::connect_timeout ||
              code == errc::command_timeout || code == errc::connection_lost ||
-             code == errc::server_busy || code == errc::server_loading;
+             code == errc::server_busy || code == errc::server_loading || code == errc::no_script;
     case condition::outcome_unknown:
       return code == errc::command_timeout || code == errc::connection_lost;
     case condition::usage:

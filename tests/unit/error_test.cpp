@@ -68,7 +68,7 @@ constexpr Kinds kKinds[] = {
     {.code = errc::wrong_type},
     {.code = errc::out_of_memory},
     {.code = errc::no_permission},
-    {.code = errc::no_script},
+    {.code = errc::no_script, .transient = true},
     {.code = errc::server_busy, .transient = true},
     {.code = errc::server_loading, .transient = true},
     {.code = errc::read_only_replica},
