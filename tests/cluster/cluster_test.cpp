@@ -630,8 +630,10 @@ class ReplicaAcks : public ::testing::Test {
   static ClientOptions with_acks() {
     ClientOptions options;
     options.replica_acks = 1;
-    // Enough for a replica on a loaded machine to acknowledge; a paused one is waited for as long.
-    options.replica_ack_timeout = 1s;
+    // Enough for a replica on a loaded machine to acknowledge (one took over a second while a
+    // build ran beside the suite); a paused one is waited for as long.
+    options.replica_ack_timeout = 3s;
+    options.command_timeout = 5s;  // longer than a WAIT
     return options;
   }
 

@@ -292,31 +292,31 @@ TEST_F(CronTest, ALeaseNotShorterThanTheIntervalIsRefused) {
 }
 
 TEST_F(CronTest, ARunLongerThanTheLeaseKeepsItsLeaseWithWhileHeld) {
-  constexpr auto kInterval = 400ms;
+  constexpr auto kInterval = 800ms;
   Client a(server_->unix_url());
   Client b(server_->unix_url());
   RunLog runs;
   std::atomic<bool> long_run_over{false};
   Clock::time_point long_run_end;
   Scheduler first;
-  first.add(
-      name_, AtLeast{kInterval},
-      once_per_interval(a, name_, kInterval,
-                        [&](const Tick& tick) {
-                          runs.record();
-                          if (tick.run == 1) {
-                            std::this_thread::sleep_for(700ms);  // far longer than the 200 ms lease
-                            long_run_end = Clock::now();
-                            long_run_over = true;
-                          }
-                        },
-                        {.lease = 200ms, .extend_while_running = true}));
+  first.add(name_, AtLeast{kInterval},
+            once_per_interval(a, name_, kInterval,
+                              [&](const Tick& tick) {
+                                runs.record();
+                                if (tick.run == 1) {
+                                  // Far longer than the 400 ms lease.
+                                  std::this_thread::sleep_for(1400ms);
+                                  long_run_end = Clock::now();
+                                  long_run_over = true;
+                                }
+                              },
+                              {.lease = 400ms, .extend_while_running = true}));
   auto running_a = first.start();
   ASSERT_TRUE(eventually([&] { return runs.sorted().size() == 1; }));
   Scheduler second;
   second.add(name_, AtLeast{50ms},  // ticks often: would run at once if the lease lapsed
              once_per_interval(b, name_, kInterval, [&] { runs.record(); },
-                               {.lease = 200ms, .extend_while_running = true}));
+                               {.lease = 400ms, .extend_while_running = true}));
   auto running_b = second.start();
   ASSERT_TRUE(eventually([&] { return long_run_over.load(); }));
   ASSERT_TRUE(eventually([&] { return runs.sorted().size() >= 2; }));
