@@ -73,8 +73,9 @@ enum class condition {
   fatal = 1,
   // Redis could not be reached or stopped answering (connect_failed, connect_timeout,
   // command_timeout, connection_lost), or asked to be called again later (server_busy,
-  // server_loading), or lost a script a call needed and the call was not run (no_script). The client reconnects by itself: the same call may succeed if made again
-  // later. A call that was sent may have run, though: see outcome_unknown.
+  // server_loading), or lost a script a call needed and the call was not run (no_script). The
+  // client reconnects by itself: the same call may succeed if made again later. A call that was
+  // sent may have run, though: see outcome_unknown.
   transient,
   // The call was sent and its answer never came (command_timeout, connection_lost): it may or
   // may not have run. An acquire that reports it may hold a lease nobody knows of; the lock
