@@ -5,7 +5,7 @@
 #include <array>
 #include <ctime>
 
-namespace leasehold::cli::top_detail {
+namespace leasehold::cli::top_parts {
 namespace {
 
 using std::chrono::milliseconds;
@@ -147,4 +147,4 @@ std::string header_line(const Globals& globals, Client& redis, const TopOptions&
              style.ellipsis());
 }
 
-}  // namespace leasehold::cli::top_detail
+}  // namespace leasehold::cli::top_parts

@@ -9,7 +9,7 @@
 #include "top/rows.hpp"
 #include "top/text.hpp"
 
-namespace leasehold::cli::top_detail {
+namespace leasehold::cli::top_parts {
 
 // The column headers, then one line per row.
 std::vector<std::string> table_lines(const std::vector<Row>& rows, std::size_t width,
@@ -20,4 +20,4 @@ std::vector<std::string> table_lines(const std::vector<Row>& rows, std::size_t w
 std::string header_line(const Globals& globals, Client& redis, const TopOptions& options,
                         std::size_t leases, std::size_t width, const Style& style);
 
-}  // namespace leasehold::cli::top_detail
+}  // namespace leasehold::cli::top_parts

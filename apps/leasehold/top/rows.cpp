@@ -4,7 +4,7 @@
 
 #include "top/rows.hpp"
 
-namespace leasehold::cli::top_detail {
+namespace leasehold::cli::top_parts {
 namespace {
 
 using std::chrono::milliseconds;
@@ -148,4 +148,4 @@ Json rows_json(const std::vector<Row>& rows) {
   return array;
 }
 
-}  // namespace leasehold::cli::top_detail
+}  // namespace leasehold::cli::top_parts

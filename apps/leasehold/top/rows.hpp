@@ -10,7 +10,7 @@
 
 #include "inspect.hpp"
 
-namespace leasehold::cli::top_detail {
+namespace leasehold::cli::top_parts {
 
 enum class Kind { exclusive, shared, permit, cron };  // the order of a name's rows
 
@@ -42,4 +42,4 @@ void sort_rows(std::vector<Row>& rows, const std::string& by);
 // The rows as --json prints them: an array of objects.
 Json rows_json(const std::vector<Row>& rows);
 
-}  // namespace leasehold::cli::top_detail
+}  // namespace leasehold::cli::top_parts

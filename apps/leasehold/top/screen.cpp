@@ -22,7 +22,7 @@
 #define NCURSES_NOMACROS
 #include <curses.h>
 
-namespace leasehold::cli::top_detail {
+namespace leasehold::cli::top_parts {
 namespace {
 
 using std::chrono::milliseconds;
@@ -184,4 +184,4 @@ int live_view(const Globals& globals, const TopOptions& options) {
   return 0;
 }
 
-}  // namespace leasehold::cli::top_detail
+}  // namespace leasehold::cli::top_parts

@@ -3,10 +3,10 @@
 
 #include "cli.hpp"
 
-namespace leasehold::cli::top_detail {
+namespace leasehold::cli::top_parts {
 
 // Needs a terminal on stdin and stdout (else UsageError); ends on 'q', SIGINT, SIGTERM or SIGHUP,
 // the terminal restored.
 int live_view(const Globals& globals, const TopOptions& options);
 
-}  // namespace leasehold::cli::top_detail
+}  // namespace leasehold::cli::top_parts

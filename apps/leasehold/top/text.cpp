@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-namespace leasehold::cli::top_detail {
+namespace leasehold::cli::top_parts {
 namespace {
 
 // The byte length of the UTF-8 character that `text` starts with; 0 when it is not one.
@@ -58,4 +58,4 @@ std::string fit(const std::string& shown, std::size_t width, std::string_view el
   return shown.substr(0, at) + std::string(ellipsis);
 }
 
-}  // namespace leasehold::cli::top_detail
+}  // namespace leasehold::cli::top_parts

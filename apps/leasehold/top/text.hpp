@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace leasehold::cli::top_detail {
+namespace leasehold::cli::top_parts {
 
 // How the terminal shows text: UTF-8, or ASCII only.
 struct Style {
@@ -24,4 +24,4 @@ std::size_t columns_of(std::string_view shown);
 // `shown` cut to `width` columns, its last one `ellipsis` when cut.
 std::string fit(const std::string& shown, std::size_t width, std::string_view ellipsis);
 
-}  // namespace leasehold::cli::top_detail
+}  // namespace leasehold::cli::top_parts

@@ -21,7 +21,7 @@ constexpr std::chrono::milliseconds kShortestInterval{100};
 
 }  // namespace
 
-namespace top_detail {
+namespace top_parts {
 namespace {
 
 // The columns of the terminal on stdout; 80 for a file or a pipe.
@@ -57,15 +57,15 @@ int print_once(const Globals& globals, const TopOptions& options) {
 }
 
 }  // namespace
-}  // namespace top_detail
+}  // namespace top_parts
 
 int top(const Globals& globals, const TopOptions& options) {
   if (options.interval < kShortestInterval)
     throw UsageError{"top: --interval must be at least " + format_duration(kShortestInterval)};
   if (options.once || options.json)
-    return top_detail::print_once(globals, options);
+    return top_parts::print_once(globals, options);
   try {
-    return top_detail::live_view(globals, options);
+    return top_parts::live_view(globals, options);
   } catch (...) {
     throw;  // a handler, so that the stack unwinds and the terminal is restored on the way
   }
