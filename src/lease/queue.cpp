@@ -33,21 +33,9 @@ Request LockTurn::try_request(const Waiter& waiter) const {
 
 Result<TurnOutcome> LockTurn::parse_try(const Reply& reply, const Timing& timing,
                                         const Waiter& waiter) const {
-  Result<std::vector<long long>> fields = turn_fields(reply);
-  if (!fields)
-    return Result<TurnOutcome>(fields.error(), fields.detail());
-  const std::vector<long long>& f = *fields;
-  if (f[0] == 0)
-    return TurnOutcome{nullptr,
-                       {std::chrono::milliseconds(f[1]), static_cast<std::size_t>(f[2]),
-                        std::chrono::milliseconds(f[3])}};
-  const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
-  if (timing.received >= deadline)
-    return granted_too_late<TurnOutcome>();
-  auto state = std::make_shared<LeaseState>(key_, waiter.id, ttl_, deadline, &kLockLease,
-                                            std::string(), waiter.value);
-  state->fence = fence_key_ ? static_cast<std::uint64_t>(f[1]) : 0;
-  return TurnOutcome{std::move(state), {}};
+  static const std::string no_second_key;
+  return turn_outcome(reply, timing, waiter,
+                      {key_, no_second_key, &kLockLease, ttl_, fence_key_.has_value()});
 }
 
 Request LockTurn::release_request(const Waiter& waiter) const {
@@ -68,6 +56,25 @@ Request lock_leave_request(std::string_view lock_key, const WaitKeys& waiting,
 std::shared_ptr<const TurnContract> lock_turn(std::string key, std::chrono::milliseconds ttl,
                                               std::optional<std::string> fence_key) {
   return std::make_shared<LockTurn>(std::move(key), ttl, std::move(fence_key));
+}
+
+Result<TurnOutcome> turn_outcome(const Reply& reply, const Timing& timing, const Waiter& waiter,
+                                 const TurnLease& lease) {
+  Result<std::vector<long long>> fields = turn_fields(reply);
+  if (!fields)
+    return Result<TurnOutcome>(fields.error(), fields.detail());
+  const std::vector<long long>& f = *fields;
+  if (f[0] == 0)
+    return TurnOutcome{nullptr,
+                       {std::chrono::milliseconds(f[1]), static_cast<std::size_t>(f[2]),
+                        std::chrono::milliseconds(f[3])}};
+  const Clock::time_point deadline = lease_deadline(timing.sent, lease.ttl);
+  if (timing.received >= deadline)
+    return granted_too_late<TurnOutcome>();
+  auto state = std::make_shared<LeaseState>(lease.key, waiter.id, lease.ttl, deadline, lease.kind,
+                                            lease.second_key, waiter.value);
+  state->fence = lease.fenced ? static_cast<std::uint64_t>(f[1]) : 0;
+  return TurnOutcome{std::move(state), {}};
 }
 
 Result<std::vector<long long>> turn_fields(const Reply& reply) {

@@ -84,21 +84,8 @@ class RwTurn final : public TurnContract {
 
   Result<TurnOutcome> parse_try(const Reply& reply, const Timing& timing,
                                 const Waiter& waiter) const override {
-    Result<std::vector<long long>> fields = turn_fields(reply);
-    if (!fields)
-      return Result<TurnOutcome>(fields.error(), fields.detail());
-    const std::vector<long long>& f = *fields;
-    if (f[0] == 0)
-      return TurnOutcome{nullptr,
-                         {std::chrono::milliseconds(f[1]), static_cast<std::size_t>(f[2]),
-                          std::chrono::milliseconds(f[3])}};
-    const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
-    if (timing.received >= deadline)
-      return granted_too_late<TurnOutcome>();
-    auto state = std::make_shared<LeaseState>(keys_.writer, waiter.id, ttl_, deadline, &kind(),
-                                              keys_.readers, waiter.value);
-    state->fence = fenced() ? static_cast<std::uint64_t>(f[1]) : 0;
-    return TurnOutcome{std::move(state), {}};
+    return turn_outcome(reply, timing, waiter,
+                        {keys_.writer, keys_.readers, &kind(), ttl_, fenced()});
   }
 
   Request release_request(const Waiter& waiter) const override {

@@ -63,22 +63,14 @@ class PermitTurn final : public TurnContract {
 
   Result<TurnOutcome> parse_try(const Reply& reply, const Timing& timing,
                                 const Waiter& waiter) const override {
-    Result<std::vector<long long>> fields = turn_fields(reply);
-    if (!fields)
-      return Result<TurnOutcome>(fields.error(), fields.detail());
-    const std::vector<long long>& f = *fields;
+    Result<TurnOutcome> outcome =
+        turn_outcome(reply, timing, waiter,
+                     {keys_.holders, keys_.count, &kPermitLease, ttl_, keys_.fence.has_value()});
     // A permit's blocker is its own (the lease whose end lets it in): each permit waiter tries
     // at its blocker's end, as the head of a lock's queue does.
-    if (f[0] == 0)
-      return TurnOutcome{nullptr,
-                         {std::chrono::milliseconds(f[1]), 1, std::chrono::milliseconds(f[3])}};
-    const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
-    if (timing.received >= deadline)
-      return granted_too_late<TurnOutcome>();
-    auto state = std::make_shared<LeaseState>(keys_.holders, waiter.id, ttl_, deadline,
-                                              &kPermitLease, keys_.count, waiter.value);
-    state->fence = keys_.fence ? static_cast<std::uint64_t>(f[1]) : 0;
-    return TurnOutcome{std::move(state), {}};
+    if (outcome && !outcome->state)
+      outcome->seen.position = 1;
+    return outcome;
   }
 
   Request release_request(const Waiter& waiter) const override {

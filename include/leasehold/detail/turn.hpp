@@ -17,6 +17,8 @@
 
 namespace leasehold::detail {
 
+struct LeaseKind;  // lock.hpp
+
 // Where a refused waiter stands, from its try's reply.
 struct TurnSeen {
   // How long until what keeps this waiter out may be gone (a holder's lease; 0: free, but
@@ -65,5 +67,19 @@ class TurnContract {
 // A try in turn's reply {1, fence} or {0, blocker ms, place, head ticket ms} as its fields;
 // an error reply as its error, anything else as errc::unexpected_reply.
 Result<std::vector<long long>> turn_fields(const Reply& reply);
+
+// The lease a try in turn grants: where it lives, its kind, its TTL, whether its reply's fence
+// counts.
+struct TurnLease {
+  const std::string& key;
+  const std::string& second_key;
+  const LeaseKind* kind;
+  std::chrono::milliseconds ttl;
+  bool fenced;
+};
+// Such a reply as its outcome: where a refused waiter stands, or the lease granted to `waiter`
+// (an error if it came after the lease's deadline).
+Result<TurnOutcome> turn_outcome(const Reply& reply, const Timing& timing, const Waiter& waiter,
+                                 const TurnLease& lease);
 
 }  // namespace leasehold::detail
