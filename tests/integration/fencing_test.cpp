@@ -144,6 +144,29 @@ TEST_F(FencingTest, AnRwLockWriterGetsAFenceReadersDoNot) {
   EXPECT_TRUE(redis_.process(second->release()));
 }
 
+TEST_F(FencingTest, FencedLockAndRwLockWritersThatWaitInTurnGetLargerFences) {
+  constexpr auto lock = Lock<std::string>{"fence-wait", 10s}.with_fencing();
+  constexpr auto rw = RwLock<std::string>{"fence-wait-rw", 10s}.with_fencing();
+  const auto deadline = [] { return Clock::now() + 5s; };
+  auto first = lock_until(redis_, lock, std::string("queue"), deadline());
+  ASSERT_TRUE(first && first->fence());
+  ASSERT_TRUE(redis_.process(first->release()));
+  auto second = lock_until(redis_, lock, std::string("queue"), deadline());
+  ASSERT_TRUE(second && second->fence());
+  EXPECT_GT(*second->fence(), *first->fence());
+  EXPECT_TRUE(redis_.process(second->release()));
+
+  auto writer = write_until(redis_, rw, std::string("queue"), deadline());
+  ASSERT_TRUE(writer && writer->fence());
+  ASSERT_TRUE(redis_.process(writer->release()));
+  auto next_writer = write_until(redis_, rw, std::string("queue"), deadline());
+  ASSERT_TRUE(next_writer && next_writer->fence());
+  EXPECT_GT(*next_writer->fence(), *writer->fence());
+  EXPECT_EQ(server_->command({"GET", rw.fence_key("queue")}).str,
+            std::to_string(*next_writer->fence()));
+  EXPECT_TRUE(redis_.process(next_writer->release()));
+}
+
 TEST_F(FencingTest, WhileHeldKeepsTheFence) {
   constexpr auto lock = Lock<std::string>{"fence-held", 300ms}.with_fencing();
   auto token = redis_.process(lock.try_lock("long"));
