@@ -83,22 +83,12 @@ std::string loss_reason(std::error_code cause);
 // one-line reason and exits 69.
 [[noreturn]] void exit_unavailable(const std::exception& e);
 
-// A key leasehold keeps for a name, and the type of value it keeps there ("string", "zset").
-struct NameKey {
-  std::string key;
-  std::string_view type;
-};
-// Every key of NAME under the prefix: the run's lease (writer, readers, intent, fencing counter),
-// its permits (holders, count, fencing counter) and the cron interval lease.
-std::vector<NameKey> name_keys(const Globals& globals, const std::string& name);
-// The keys of `keys` that hold a value of another type, with the type they hold.
-struct ForeignKey {
-  NameKey expected;
-  std::string type;
-  // "KEY holds a hash (leasehold keeps a string there)"
-  std::string describe() const;
-};
-std::vector<ForeignKey> keys_of_another_type(Client& redis, const std::vector<NameKey>& keys);
+// The keys of NAME under the prefix — its run lease's, its permits' and its cron job's — that
+// hold a value of another type (the library's foreign_keys(), one call per hash slot).
+std::vector<ForeignKey> keys_of_another_type(const Globals& globals, Client& redis,
+                                             const std::string& name);
+// "KEY holds a hash (leasehold keeps a string there)"
+std::string foreign_key_text(const ForeignKey& foreign);
 // What to tell of `e`, a key of the wrong type among NAME's: which key, what it holds, the way out.
 std::string wrong_type_message(const Globals& globals, Client& redis, const std::string& name,
                                const std::exception& e);

@@ -36,61 +36,44 @@ void exit_unavailable(const std::exception& e) {
   std::exit(kExitUnavailable);
 }
 
-// The keys of an aligned cron job (cron::IntervalLease): the cron lock's fenced key and a suffix.
-static std::string aligned_cron_key(const Globals& globals, const std::string& name,
-                                    std::string_view suffix) {
-  return cron_lock(globals, std::chrono::milliseconds(1000)).with_fencing().key(name) +
-         std::string(suffix);
-}
-
-std::vector<NameKey> name_keys(const Globals& globals, const std::string& name) {
-  const auto lock = run_lock(globals, std::chrono::milliseconds(1000));
+std::vector<ForeignKey> keys_of_another_type(const Globals& globals, Client& redis,
+                                             const std::string& name) {
+  const auto run = run_lock(globals, std::chrono::milliseconds(1000));
   const auto permits = run_semaphore(globals, std::chrono::milliseconds(1000), 1);
-  return {{lock.writer_key(name), "string"},
-          {lock.readers_key(name), "zset"},
-          {lock.intent_key(name), "string"},
-          {lock.fence_key(name), "string"},
-          {permits.holders_key(name), "zset"},
-          {permits.count_key(name), "string"},
-          {permits.fence_key(name), "string"},
-          {cron_lock(globals, std::chrono::milliseconds(1000)).key(name), "string"},
-          {aligned_cron_key(globals, name, ":slot"), "string"},
-          {aligned_cron_key(globals, name, ":high"), "string"}};
-}
-
-std::string ForeignKey::describe() const {
-  return expected.key + " holds a " + type + " (leasehold keeps a " + std::string(expected.type) +
-         " there)";
-}
-
-std::vector<ForeignKey> keys_of_another_type(Client& redis, const std::vector<NameKey>& keys) {
+  // The run's and the permits' keys share a hash slot; the cron job's take two others.
+  std::vector<FindForeignKeys> batch;
+  std::vector<LeaseKey> run_keys = lease_keys(run, name);
+  for (LeaseKey& key : lease_keys(permits, name))
+    run_keys.push_back(std::move(key));
+  batch.push_back(foreign_keys(std::move(run_keys)));
+  for (std::vector<LeaseKey>& keys : cron::once_per_interval_keys(name, globals.prefix))
+    batch.push_back(foreign_keys(std::move(keys)));
   std::vector<ForeignKey> found;
-  for (const NameKey& expected : keys) {
-    Reply type;
-    try {
-      type = redis.process(Command{"TYPE", expected.key});
-    } catch (const Error& e) {
-      if (e.code() == errc::no_permission)
-        return found;  // a user without TYPE: nothing to tell, the commands say the rest
-      throw;
-    }
-    if (type.str != "none" && type.str != expected.type)
-      found.push_back({expected, type.str});
+  for (Result<std::vector<ForeignKey>>& result : redis.process(batch)) {
+    if (!result && result.error() == errc::no_permission)
+      continue;  // a user without EVAL on these keys: the commands say the rest
+    for (ForeignKey& foreign : result.value())
+      found.push_back(std::move(foreign));
   }
   return found;
+}
+
+std::string foreign_key_text(const ForeignKey& foreign) {
+  return foreign.expected.key + " holds a " + foreign.type + " (leasehold keeps a " +
+         std::string(foreign.expected.type) + " there)";
 }
 
 std::string wrong_type_message(const Globals& globals, Client& redis, const std::string& name,
                                const std::exception& e) {
   std::vector<ForeignKey> found;
   try {
-    found = keys_of_another_type(redis, name_keys(globals, name));
+    found = keys_of_another_type(globals, redis, name);
   } catch (const Error&) {
     // Redis went away meanwhile: the message says what the server said.
   }
   std::string what;
   for (const ForeignKey& key : found)
-    what += (what.empty() ? "" : "; ") + key.describe();
+    what += (what.empty() ? "" : "; ") + foreign_key_text(key);
   if (what.empty())
     what = std::string("a key of '") + name + "' holds another type of value: " + e.what();
   return what +

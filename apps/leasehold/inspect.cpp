@@ -11,100 +11,45 @@ namespace {
 
 using std::chrono::milliseconds;
 
-std::string short_token(const std::string& token) {
-  return token.substr(0, 8) + "\xe2\x80\xa6";
-}
-std::string short_token_ascii(const std::string& token) {
-  return token.substr(0, 8);
-}
-
-long long server_now_ms(Client& redis) {
-  const Reply time = redis.process(Command{"TIME"});
-  return std::stoll(time.elements[0].str) * 1000 + std::stoll(time.elements[1].str) / 1000;
-}
-
-struct Lease {
-  std::string token;
-  long long ms_left = 0;
-};
-
+// A name's leases as `status` shows them.
 struct NameStatus {
   std::string name;
-  std::optional<Lease> writer;
-  std::vector<Lease> readers;
-  std::optional<Lease> cron;
-  std::vector<Lease> permits;  // the holders of `run --limit` permits
-  long long permit_count = 0;  // the count of the last grant
+  std::optional<LeaseInfo> writer;
+  std::vector<LeaseInfo> readers;
+  std::optional<LeaseInfo> cron;
+  std::vector<LeaseInfo> permits;  // the holders of `run --limit` permits
+  std::uint64_t permit_count = 0;  // the count of the last grant
 };
 
-// The live members of a sorted set of leases scored by their end in server ms.
-std::vector<Lease> live_members(Client& redis, const std::string& key, long long now) {
-  std::vector<Lease> leases;
-  const Reply members = redis.process(Command{"ZRANGE", key, "0", "-1", "WITHSCORES"});
-  for (std::size_t i = 0; i + 1 < members.elements.size(); i += 2) {
-    const long long end = static_cast<long long>(std::stod(members.elements[i + 1].str));
-    if (end > now)
-      leases.push_back(Lease{members.elements[i].str, end - now});
+// The leases read for a name as `status` shows them; a failure (a key of another type among the
+// name's) is thrown.
+NameStatus name_status(const NameLeases& leases) {
+  NameStatus status{leases.name, {}, {}, {}, {}, 0};
+  for (const LeaseInfo& lease : leases.run.value().leases) {
+    if (lease.kind == LeaseInfo::Kind::exclusive)
+      status.writer = lease;
+    else
+      status.readers.push_back(lease);
   }
-  return leases;
-}
-
-NameStatus read_status(const Globals& globals, Client& redis, const std::string& name) {
-  NameStatus status{name, {}, {}, {}, {}, 0};
-  const auto lock = run_lock(globals, milliseconds(1000));
-  const Reply writer = redis.process(Command{"GET", lock.writer_key(name)});
-  if (writer.type == Reply::Type::string)
-    status.writer =
-        Lease{writer.str, redis.process(Command{"PTTL", lock.writer_key(name)}).integer};
-  const long long now = server_now_ms(redis);
-  status.readers = live_members(redis, lock.readers_key(name), now);
-  const auto permits = run_semaphore(globals, milliseconds(1000), 1);
-  status.permits = live_members(redis, permits.holders_key(name), now);
-  if (!status.permits.empty()) {
-    const Reply count = redis.process(Command{"GET", permits.count_key(name)});
-    if (count.type == Reply::Type::string)
-      status.permit_count = std::stoll(count.str);
-  }
-  const std::string cron_key = cron_lock(globals, milliseconds(1000)).key(name);
-  const Reply cron = redis.process(Command{"GET", cron_key});
-  if (cron.type == Reply::Type::string)
-    status.cron = Lease{cron.str, redis.process(Command{"PTTL", cron_key}).integer};
+  const LeaseStatus& permits = leases.permits.value();
+  status.permits = permits.leases;
+  if (!status.permits.empty())
+    status.permit_count = permits.permits.value_or(0);
+  const LeaseStatus& cron = leases.cron.value();
+  if (!cron.leases.empty())
+    status.cron = cron.leases.front();
   return status;
 }
 
-Json lease_json(const Lease& lease) {
-  const StoredLease stored = read_stored_lease(lease.token);
-  return {{"token", short_token_ascii(stored.id_hex)},
-          {"ms_left", lease.ms_left},
-          {"holder", holder_json(stored.holder)}};
+Json lease_json(const LeaseInfo& lease) {
+  return {{"token", lease.id_prefix},
+          {"ms_left", lease.time_left.count()},
+          {"holder", holder_json(lease.holder)}};
 }
 
-// For a terminal: control characters of a host or label shown as '?'.
-std::string printable(std::string text) {
-  for (char& c : text)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-      c = '?';
-  return text;
-}
-
-// "02b93aa7… (web-3, pid 4121, "deploy.sh prod", for 12 s; 18 s left)"; without a holder's
-// identity "02b93aa7… (18 s left)".
-std::string lease_text(const Lease& lease) {
-  const StoredLease stored = read_stored_lease(lease.token);
-  std::string text = short_token(stored.id_hex) + " (";
-  if (stored.holder) {
-    const auto held = std::max(
-        milliseconds::zero(),
-        std::chrono::duration_cast<milliseconds>(server_clock_now() - stored.holder->taken_at));
-    text += printable(stored.holder->host) + ", pid " + std::to_string(stored.holder->pid) +
-            ", \"" + printable(stored.holder->label) + "\", for " + format_duration(held) + "; ";
-  }
-  return text + format_duration(milliseconds(lease.ms_left)) + " left)";
-}
-
-Json leases_json(const std::vector<Lease>& leases) {
+Json leases_json(const std::vector<LeaseInfo>& leases) {
   Json array = Json::array();
-  for (const Lease& lease : leases)
+  for (const LeaseInfo& lease : leases)
     array.push_back(lease_json(lease));
   return array;
 }
@@ -132,12 +77,12 @@ int status(const Globals& globals, const std::vector<std::string>& names, bool j
   try {
     std::ostringstream out;
     Json statuses = Json::array();
-    for (std::size_t n = 0; n < names.size(); ++n) {
+    for (const NameLeases& leases : read_leases(globals, redis, names)) {
       NameStatus status;
       try {
-        status = read_status(globals, redis, names[n]);
+        status = name_status(leases);
       } catch (const Error& e) {
-        exit_failure(globals, redis, names[n], e);
+        exit_failure(globals, redis, leases.name, e);
       }
       const bool held =
           status.writer || !status.readers.empty() || status.cron || !status.permits.empty();
@@ -187,42 +132,43 @@ int status(const Globals& globals, const std::vector<std::string>& names, bool j
 }
 
 int raw_key_status(const Globals& globals, const std::vector<std::string>& keys, bool json) {
-  Client redis = connect_or_exit(globals);
-  std::ostringstream out;
-  Json statuses = Json::array();
+  std::vector<LeaseStatusQuery<>> batch;
   for (const std::string& key : keys) {
     if (key.empty())
       throw UsageError{"status: --raw-key: KEY must not be empty"};
-    Reply value;
-    long long ms_left = 0;
+    batch.emplace_back(lease_status(RawLock(milliseconds(1000)), key));
+  }
+  Client redis = connect_or_exit(globals);
+  std::vector<Result<LeaseStatus>> statuses;
+  try {
+    statuses = redis.process(batch);
+  } catch (const Error& e) {
+    exit_unavailable(e);
+  }
+  std::ostringstream out;
+  Json array = Json::array();
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    std::optional<LeaseInfo> holder;
     try {
-      value = redis.process(Command{"GET", key});
-      if (value.type == Reply::Type::string)
-        ms_left = redis.process(Command{"PTTL", key}).integer;
+      const std::vector<LeaseInfo>& leases = statuses[k].value().leases;
+      if (!leases.empty())
+        holder = leases.front();
     } catch (const Error& e) {
-      exit_raw_key_failure(redis, key, e);
+      exit_raw_key_failure(redis, keys[k], e);
     }
-    const bool held = value.type == Reply::Type::string;
     // Another client's value is shown as leasehold's are: its first 8 characters only.
-    const std::string shown = held ? value.str.substr(0, 8) : std::string();
     if (json) {
-      statuses.push_back(
-          {{"raw_key", key},
-           {"state", held ? "held" : "free"},
-           {"holder", held ? Json{{"token", shown}, {"ms_left", ms_left}} : Json()}});
+      array.push_back({{"raw_key", keys[k]},
+                       {"state", holder ? "held" : "free"},
+                       {"holder", holder ? Json{{"token", holder->id_prefix},
+                                                {"ms_left", holder->time_left.count()}}
+                                         : Json()}});
       continue;
     }
-    out << key << ": ";
-    if (!held)
-      out << "free\n";
-    else if (ms_left < 0)
-      out << "held by " << printable(shown) << "\xe2\x80\xa6 (no TTL: it never runs out)\n";
-    else
-      out << "held by " << printable(shown) << "\xe2\x80\xa6 ("
-          << format_duration(milliseconds(ms_left)) << " left)\n";
+    out << keys[k] << ": " << (holder ? "held by " + lease_text(*holder) : "free") << "\n";
   }
   if (json)
-    out << json_text(statuses) << "\n";
+    out << json_text(array) << "\n";
   std::cout << out.str();
   return 0;
 }
@@ -298,33 +244,12 @@ namespace {
 
 // The run or cron NAME whose lease `key` is, or nothing for any other key.
 std::optional<std::string> lease_name_of_key(const Globals& globals, const std::string& key) {
-  const std::string run_prefix = globals.prefix + ":RwLock:{run:";
-  const std::string permits_prefix = globals.prefix + ":Semaphore:{run:";
-  const std::string cron_prefix = globals.prefix + ":Lock:cron:";
-  const bool run_lease = key.starts_with(run_prefix) &&
-                         (key.ends_with("}:w") || key.ends_with("}:r") || key.ends_with("}:i"));
-  const bool permit_lease = key.starts_with(permits_prefix) && key.ends_with("}:h");
-  if ((run_lease && key.size() > run_prefix.size() + 3) ||
-      (permit_lease && key.size() > permits_prefix.size() + 3)) {
-    const std::size_t from = run_lease ? run_prefix.size() : permits_prefix.size();
-    const std::string escaped = key.substr(from, key.size() - from - 3);
-    // Undo the %-escaping of braces and '%'.
-    std::string name;
-    for (std::size_t i = 0; i < escaped.size(); ++i) {
-      if (escaped.compare(i, 3, "%7B") == 0)
-        name += '{', i += 2;
-      else if (escaped.compare(i, 3, "%7D") == 0)
-        name += '}', i += 2;
-      else if (escaped.compare(i, 3, "%25") == 0)
-        name += '%', i += 2;
-      else
-        name += escaped[i];
-    }
+  const milliseconds any_ttl(1000);
+  if (auto name = run_lock(globals, any_ttl).name_of_key(key))
     return name;
-  }
-  if (key.starts_with(cron_prefix))
-    return key.substr(cron_prefix.size());
-  return std::nullopt;  // not a lease of the leasehold command
+  if (auto name = run_semaphore(globals, any_ttl, 1).name_of_key(key))
+    return name;
+  return cron_lock(globals, any_ttl).name_of_key(key);
 }
 
 }  // namespace
@@ -365,37 +290,31 @@ int release_force(const Globals& globals, const std::string& name) {
   try {
     // Keys that hold another type of value (something else wrote there): asked to force, this
     // removes them first, one DEL each (a cluster keeps a name's keys in two slots).
-    const std::vector<ForeignKey> foreign_keys =
-        keys_of_another_type(redis, name_keys(globals, name));
-    for (const ForeignKey& foreign : foreign_keys) {
+    const std::vector<ForeignKey> overwritten = keys_of_another_type(globals, redis, name);
+    for (const ForeignKey& foreign : overwritten) {
       redis.process(Command{"DEL", foreign.expected.key});
       std::cout << name << ": removed " << foreign.expected.key << ", which held a " << foreign.type
                 << "\n";
     }
-    const NameStatus status = read_status(globals, redis, name);
-    const auto lock = run_lock(globals, milliseconds(1000));
-    // Two calls: the run's keys share a hash slot, the cron key has its own (a cluster runs a
-    // command only on keys of one slot). The run's release tells its waiters; its fencing
-    // counter stays: fences only grow.
-    const long long removed_run = redis.process(lock.force_release(name));
-    const Reply removed_cron =
-        redis.process(Command{"DEL", cron_lock(globals, milliseconds(1000)).key(name)});
-    // The `run --limit` permits (their waiters find out at their recheck).
-    const auto permits = run_semaphore(globals, milliseconds(1000), 1);
-    const Reply removed_permits =
-        redis.process(Command{"DEL", permits.holders_key(name), permits.count_key(name)});
-    const long long removed = removed_run + removed_cron.integer + removed_permits.integer;
+    const NameStatus status = name_status(read_leases(globals, redis, {name}).front());
+    // Three calls: the run's and the permits' keys share a hash slot, the cron key has its own
+    // (a cluster runs a script only on keys of one slot). Each tells its waiters; the fencing
+    // counters stay: fences only grow.
+    const long long removed =
+        redis.process(run_lock(globals, milliseconds(1000)).force_release(name)) +
+        redis.process(run_semaphore(globals, milliseconds(1000), 1).force_release(name)) +
+        redis.process(cron_lock(globals, milliseconds(1000)).force_release(name));
     std::vector<std::string> what;
     if (status.writer)
-      what.push_back("the exclusive lease " + short_token(status.writer->token));
+      what.push_back("the exclusive lease " + status.writer->id_prefix + "\xe2\x80\xa6");
     if (!status.readers.empty())
       what.push_back(std::to_string(status.readers.size()) + " shared lease(s)");
     if (status.cron)
-      what.push_back("the cron interval lease " + short_token(status.cron->token));
+      what.push_back("the cron interval lease " + status.cron->id_prefix + "\xe2\x80\xa6");
     if (!status.permits.empty())
       what.push_back(std::to_string(status.permits.size()) + " permit(s)");
     if (removed == 0) {
-      if (foreign_keys.empty())
+      if (overwritten.empty())
         std::cout << name << ": nothing to release\n";
       return 0;
     }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "leases.hpp"
 
 namespace leasehold::cli {
 

@@ -135,37 +135,19 @@ std::string require_token(const std::string& token) {
   }
 }
 
-// Extends (extend: true) or releases the lease of `options.token`: found by its id among the
-// name's writer and readers (or the raw key's holder), then adopted by its stored value, whose
-// compare-and-act makes it safe: a lease that ran out in between is not touched. Nothing found:
-// false.
+// Extends (extend: true) or releases the lease of `options.token`, in one script call: a raw
+// key holds the bare id, which is the lease's value; a name's writer or reader is found by its id
+// by the server. A lease that ran out meanwhile is not touched. Nothing found: false.
 bool act_on_token(const Globals& globals, const TokenOptions& options, const std::string& token,
                   Client& redis, bool extend) {
-  const auto act = [&](const auto& adopted) {
-    return extend ? redis.process(adopted.extend()) : redis.process(adopted.release());
-  };
-  // The lease's value if `stored` (a key's value, a reader) is the token's lease.
-  const auto lease_of_token = [&](const Reply& stored) -> std::optional<std::string> {
-    if (stored.type != Reply::Type::string)
-      return std::nullopt;
-    StoredLease lease = read_stored_lease(stored.str);
-    if (lease.id_hex != token)
-      return std::nullopt;
-    return std::move(lease.value);
-  };
   if (options.raw_key) {
-    const auto value = lease_of_token(redis.process(Command{"GET", *options.raw_key}));
-    return value && act(RawLock(options.ttl).adopt(*options.raw_key, *value));
+    const auto adopted = RawLock(options.ttl).adopt(*options.raw_key, token);
+    return extend ? redis.process(adopted.extend()) : redis.process(adopted.release());
   }
   const RwLock<std::string> lock = run_lock(globals, options.ttl);
-  if (const auto value =
-          lease_of_token(redis.process(Command{"GET", lock.writer_key(options.name)})))
-    return act(lock.adopt_write(options.name, *value));
-  const Reply readers = redis.process(Command{"ZRANGE", lock.readers_key(options.name), "0", "-1"});
-  for (const Reply& reader : readers.elements)
-    if (const auto value = lease_of_token(reader))
-      return act(lock.adopt_read(options.name, *value));
-  return false;
+  const LeaseId id = LeaseId::from_hex(token);
+  return redis.process(extend ? lock.extend_by_id(options.name, id)
+                              : lock.release_by_id(options.name, id));
 }
 
 int by_token(const Globals& globals, const TokenOptions& options, bool extend) {

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "leasehold/client.hpp"
+#include "leasehold/describe.hpp"
 #include "leasehold/lock.hpp"
 
 namespace leasehold::cron {
@@ -207,6 +208,12 @@ class IntervalLease {
   std::string high_key_;  // the highest slot claimed
   std::chrono::milliseconds keys_ttl_{0};
 };
+
+// Every key a once-per-interval job named `name` keeps under `prefix`, in either mode
+// (docs/cron.md), grouped by hash slot: the interval's lease; aligned mode's slot lease and
+// highest slot claimed. For status tools (foreign_keys(), describe.hpp).
+std::vector<std::vector<LeaseKey>> once_per_interval_keys(const std::string& name,
+                                                          std::string_view prefix = kDefaultPrefix);
 
 // Wraps `job` so that across every replica running it, it runs at most once per interval: a
 // replica that finds the interval's lease held skips the tick (logged at info level).

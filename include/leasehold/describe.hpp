@@ -1,22 +1,32 @@
-// describe(): who holds a name now, for an application's own admin pages.
+// Who holds a name now, for an application's own admin pages and for status tools.
 //
 //   for (const leasehold::LeaseInfo& lease : redis.process(leasehold::describe(invoices, 42)))
 //     if (lease.holder)
 //       show(lease.holder->host, lease.holder->pid, lease.holder->label, lease.time_left);
 //
-// One read-only script call: a Lock's holder, an RwLock's writer and live readers, a Semaphore's
-// live permits, each with how long its lease has left (by the server's clock) and its holder's
-// identity when it was taken with one (holder.hpp). Ids are shown by their first 8 hex digits
-// only: a whole id is the proof of holding.
+//   // Several names and kinds in one round trip (one per node on a cluster):
+//   std::vector<leasehold::LeaseStatusQuery<>> batch{leasehold::lease_status(invoices, 42),
+//                                                     leasehold::lease_status(catalog, "books")};
+//   for (const auto& status : redis.process(batch))
+//     if (status) show(status->leases.size(), status->waiters, status->fence);
+//
+// Each is one read-only script call: a Lock's holder, an RwLock's writer and live readers, a
+// Semaphore's live permits, each with how long its lease has left (by the server's clock) and its
+// holder's identity when it was taken with one (holder.hpp). lease_status() adds what surrounds
+// them: how many wait in turn, the last fencing number, a Semaphore's count of permits. Ids are
+// shown by their first 8 hex digits only: a whole id is the proof of holding.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "leasehold/holder.hpp"
 #include "leasehold/lock.hpp"
+#include "leasehold/raw_lock.hpp"
 #include "leasehold/rwlock.hpp"
 #include "leasehold/semaphore.hpp"
 
@@ -27,61 +37,192 @@ struct LeaseInfo {
   Kind kind = Kind::exclusive;
   std::string id_prefix;  // the first 8 hex digits of the lease's id
   std::optional<Holder> holder;
+  // By the server's clock; negative for a key that has no TTL (a raw key another client set
+  // without one).
   std::chrono::milliseconds time_left{0};
 };
 
+// A name's leases and what surrounds them.
+struct LeaseStatus {
+  std::vector<LeaseInfo> leases;  // the leases that hold the name now
+  // How many wait in turn for it (a waiter that died is counted until its place runs out).
+  std::uint64_t waiters = 0;
+  // The last fencing number given for it: none for a kind without fencing, or before the first.
+  std::optional<std::uint64_t> fence;
+  // A Semaphore's count of permits at its last grant; none for other kinds.
+  std::optional<std::uint64_t> permits;
+};
+
 namespace detail {
-const Script& describe_script();
-// describe_script()'s reply as leases: the string key's as exclusive, the sorted set's members
-// as `shared_kind`.
-Result<std::vector<LeaseInfo>> describe_leases(const Reply& reply, LeaseInfo::Kind shared_kind);
+// The keys a status reads, each empty when the kind has none.
+struct StatusKeys {
+  std::string lease;   // a string key holding one lease
+  std::string leases;  // a sorted set of leases scored by their end in server ms
+  LeaseInfo::Kind set_kind = LeaseInfo::Kind::shared;  // what the set's members are
+  std::string queue;
+  std::string fence;
+  std::string permits;
+
+  Request request() const;
+  Result<LeaseStatus> parse(const Reply& reply) const;
+};
 }  // namespace detail
 
-// A query yielding std::vector<LeaseInfo>: the leases that hold a name now.
+// A query yielding LeaseStatus. LeaseStatusQuery<> (of any kind) is made from any kind's, so that
+// a batch reads several kinds in one round trip; it counts as a read of anything (capability.hpp).
+template <class L = void>
+class LeaseStatusQuery {
+ public:
+  using result_type = LeaseStatus;
+  using effect = Read<L>;
+
+  explicit LeaseStatusQuery(detail::StatusKeys keys) : keys_(std::move(keys)) {}
+  template <class Kind>
+  requires(std::is_void_v<L> && !std::is_void_v<Kind>)
+      LeaseStatusQuery(const LeaseStatusQuery<Kind>& kind)
+      : keys_(kind.keys()) {}
+
+  Request request() const { return keys_.request(); }
+  Result<result_type> parse(const Reply& reply, const Timing&) const { return keys_.parse(reply); }
+  const detail::StatusKeys& keys() const noexcept { return keys_; }
+
+ private:
+  detail::StatusKeys keys_;
+};
+
+template <LockNameType N>
+LeaseStatusQuery<Lock<N>> lease_status(const Lock<N>& lock, const N& name) {
+  const std::string key = lock.key(name);
+  return LeaseStatusQuery<Lock<N>>({key,
+                                    {},
+                                    LeaseInfo::Kind::exclusive,
+                                    detail::queue_key(key),
+                                    lock.fencing() ? lock.fence_key(name) : std::string(),
+                                    {}});
+}
+template <LockNameType N>
+LeaseStatusQuery<RwLock<N>> lease_status(const RwLock<N>& lock, const N& name) {
+  return LeaseStatusQuery<RwLock<N>>({lock.writer_key(name),
+                                      lock.readers_key(name),
+                                      LeaseInfo::Kind::shared,
+                                      detail::queue_key(lock.writer_key(name)),
+                                      lock.fencing() ? lock.fence_key(name) : std::string(),
+                                      {}});
+}
+template <LockNameType N>
+LeaseStatusQuery<Semaphore<N>> lease_status(const Semaphore<N>& semaphore, const N& name) {
+  const std::string holders = semaphore.holders_key(name);
+  return LeaseStatusQuery<Semaphore<N>>(
+      {{},
+       holders,
+       LeaseInfo::Kind::permit,
+       detail::queue_key(holders),
+       semaphore.fencing() ? semaphore.fence_key(name) : std::string(),
+       semaphore.count_key(name)});
+}
+// A raw key: its one holder, whoever set it (a foreign value is shown by its first 8
+// characters); it has no queue and no fence. Throws Error(errc::invalid_argument) for an empty key.
+inline LeaseStatusQuery<RawLock> lease_status(const RawLock&, std::string_view key) {
+  RawLock::validate_key(key);
+  return LeaseStatusQuery<RawLock>({std::string(key), {}, LeaseInfo::Kind::exclusive, {}, {}, {}});
+}
+
+// A query yielding std::vector<LeaseInfo>: the leases that hold a name now (lease_status()'s
+// leases alone).
 template <class L>
 class Describe {
  public:
   using result_type = std::vector<LeaseInfo>;
   using effect = Read<L>;
 
-  // `string_key`: a key holding one lease's value (or empty); `set_key`: a sorted set of leases
-  // scored by their end in server ms (or empty); `set_kind`: what its members are.
-  Describe(std::string string_key, std::string set_key, LeaseInfo::Kind set_kind)
-      : string_key_(std::move(string_key)), set_key_(std::move(set_key)), set_kind_(set_kind) {}
+  explicit Describe(LeaseStatusQuery<L> status) : status_(std::move(status)) {}
 
-  Request request() const {
-    const std::string_view mode = string_key_.empty() ? "z" : set_key_.empty() ? "s" : "sz";
-    std::vector<std::string_view> keys;
-    if (!string_key_.empty())
-      keys.push_back(string_key_);
-    if (!set_key_.empty())
-      keys.push_back(set_key_);
-    const std::string_view args[] = {mode};
-    return Request::script(detail::describe_script(), keys, args).retry_safe();
-  }
-
-  Result<result_type> parse(const Reply& reply, const Timing&) const {
-    return detail::describe_leases(reply, set_kind_);
+  Request request() const { return status_.request(); }
+  Result<result_type> parse(const Reply& reply, const Timing& timing) const {
+    Result<LeaseStatus> status = status_.parse(reply, timing);
+    if (!status)
+      return Result<result_type>(status.error(), status.detail());
+    return std::move(status.value().leases);
   }
 
  private:
-  std::string string_key_;
-  std::string set_key_;
-  LeaseInfo::Kind set_kind_;
+  LeaseStatusQuery<L> status_;
 };
 
 template <LockNameType N>
 Describe<Lock<N>> describe(const Lock<N>& lock, const N& name) {
-  return Describe<Lock<N>>(lock.key(name), {}, LeaseInfo::Kind::exclusive);
+  return Describe<Lock<N>>(lease_status(lock, name));
 }
 template <LockNameType N>
 Describe<RwLock<N>> describe(const RwLock<N>& lock, const N& name) {
-  return Describe<RwLock<N>>(lock.writer_key(name), lock.readers_key(name),
-                             LeaseInfo::Kind::shared);
+  return Describe<RwLock<N>>(lease_status(lock, name));
 }
 template <LockNameType N>
 Describe<Semaphore<N>> describe(const Semaphore<N>& semaphore, const N& name) {
-  return Describe<Semaphore<N>>({}, semaphore.holders_key(name), LeaseInfo::Kind::permit);
+  return Describe<Semaphore<N>>(lease_status(semaphore, name));
+}
+
+// A key leasehold keeps for a name, and the type of value it keeps there ("string", "zset").
+struct LeaseKey {
+  std::string key;
+  std::string_view type;
+};
+
+// Every key a kind keeps for a name (docs/keys.md): its leases', its queue's and its fencing
+// counter's (whether or not it is fenced: a counter outlives a change of mind). One hash slot.
+template <LockNameType N>
+std::vector<LeaseKey> lease_keys(const Lock<N>& lock, const N& name) {
+  const std::string key = lock.key(name);
+  return {{key, "string"},
+          {detail::queue_key(key), "zset"},
+          {detail::tickets_key(key), "zset"},
+          {lock.fence_key(name), "string"}};
+}
+template <LockNameType N>
+std::vector<LeaseKey> lease_keys(const RwLock<N>& lock, const N& name) {
+  const std::string writer = lock.writer_key(name);
+  return {{writer, "string"},
+          {lock.readers_key(name), "zset"},
+          {lock.intent_key(name), "string"},
+          {lock.fence_key(name), "string"},
+          {detail::queue_key(writer), "zset"},
+          {detail::tickets_key(writer), "zset"}};
+}
+template <LockNameType N>
+std::vector<LeaseKey> lease_keys(const Semaphore<N>& semaphore, const N& name) {
+  const std::string holders = semaphore.holders_key(name);
+  return {{holders, "zset"},
+          {semaphore.count_key(name), "string"},
+          {semaphore.fence_key(name), "string"},
+          {detail::queue_key(holders), "zset"},
+          {detail::tickets_key(holders), "zset"}};
+}
+
+// A key among a name's that holds another type of value than leasehold keeps there: something
+// else wrote it, and the name's queries fail with errc::wrong_type until it is removed.
+struct ForeignKey {
+  LeaseKey expected;
+  std::string type;  // what it holds, as TYPE names it ("hash", "list", …)
+};
+
+// A query yielding std::vector<ForeignKey>: those of `keys` (of one hash slot, as lease_keys()
+// gives them) that hold another type of value. One read-only script call.
+class FindForeignKeys {
+ public:
+  using result_type = std::vector<ForeignKey>;
+  using effect = Read<void>;
+
+  explicit FindForeignKeys(std::vector<LeaseKey> keys) : keys_(std::move(keys)) {}
+
+  Request request() const;
+  Result<result_type> parse(const Reply& reply, const Timing&) const;
+
+ private:
+  std::vector<LeaseKey> keys_;
+};
+
+inline FindForeignKeys foreign_keys(std::vector<LeaseKey> keys) {
+  return FindForeignKeys(std::move(keys));
 }
 
 }  // namespace leasehold

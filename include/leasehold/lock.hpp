@@ -15,6 +15,7 @@
 #include <chrono>
 #include <concepts>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -110,6 +111,11 @@ inline void append_escaped(std::string& out, std::string_view name) {
   }
 }
 
+// The name in a tagged key "<head><escaped name>}<tail>" whose tail is one of `tails`, %-escaping
+// undone; nothing for any other key. The inverse of the kinds' tagged keys, for status tools.
+std::optional<std::string> name_in_tagged_key(std::string_view key, std::string_view head,
+                                              std::initializer_list<std::string_view> tails);
+
 const Script& lock_release_script();
 const Script& lock_extend_script();
 
@@ -146,6 +152,8 @@ constexpr std::string_view lock_holder(std::string_view value) {
 
 // The release of the lease `id_hex` on a lock key: it tells the waiter the key names, if any.
 Request lock_release_request(std::string_view key, std::string_view id_hex);
+// The operator's release of whoever holds a lock key; it tells the waiter the key names, if any.
+Request lock_force_release_request(std::string_view key);
 const Script& lock_try_fenced_script();
 
 // A kind of lease: the scripts that release and extend it. Both are called with the lease's keys
@@ -245,6 +253,29 @@ class ReleaseLock;
 template <class L>
 class ExtendLock;
 
+// A query yielding how many keys it deleted: a kind's force_release(), the operator's way out,
+// which frees a name whoever holds it and tells its waiters.
+template <class L>
+class ForceRelease {
+ public:
+  using result_type = long long;
+  using effect = Write<L>;
+
+  explicit ForceRelease(Request request) : request_(std::move(request)) {}
+
+  Request request() const { return request_; }
+  Result<long long> parse(const Reply& reply, const Timing&) const {
+    if (reply.is_error())
+      return error_result<long long>(reply);
+    if (reply.type != Reply::Type::integer)
+      return Result<long long>(make_error_code(errc::unexpected_reply), to_string(reply));
+    return reply.integer;
+  }
+
+ private:
+  Request request_;
+};
+
 template <LockNameType N>
 class Lock {
  public:
@@ -287,11 +318,30 @@ class Lock {
   // A fenced lock's counter: "<prefix>:Lock:{<namespace>:<escaped name>}:fence".
   std::string fence_key(const N& name) const { return tagged_key(name, ":fence"); }
 
+  // The name whose lease `key` is (as key() writes it, fenced or not), or nothing: for status
+  // tools that find leases by SCAN. An unfenced key's name is all that follows the namespace.
+  std::optional<std::string> name_of_key(
+      std::string_view key) const requires std::same_as<N, std::string> {
+    if (fencing_)
+      return detail::name_in_tagged_key(
+          key, std::string(prefix_) + ":Lock:{" + std::string(ns_) + ":", {""});
+    const std::string head = std::string(prefix_) + ":Lock:" + std::string(ns_) + ":";
+    if (!key.starts_with(head) || key.size() == head.size())
+      return std::nullopt;
+    return std::string(key.substr(head.size()));
+  }
+
   // A query yielding std::optional<LockToken<Lock>>: a token if this call took the lock, nothing
   // if someone holds it. Never waits.
   TryLock<Lock> try_lock(const N& name) const {
     return fencing_ ? TryLock<Lock>(key(name), ttl_, fence_key(name))
                     : TryLock<Lock>(key(name), ttl_);
+  }
+
+  // An operator's query: ends whoever holds the name and tells the waiter at the head of its
+  // queue; yields 1 if it deleted a lease, else 0. The fencing counter stays: fences only grow.
+  ForceRelease<Lock> force_release(const N& name) const {
+    return ForceRelease<Lock>(detail::lock_force_release_request(key(name)));
   }
 
   // A wait in turn for `name`, for wait_until() (wait.hpp): the waiter takes a place in the

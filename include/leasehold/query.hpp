@@ -48,6 +48,7 @@ class Result {
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
 
  private:
   void throw_if_error() const {

@@ -57,9 +57,6 @@ struct Turn {
 
 namespace detail {
 
-const Script& lock_in_turn_script();
-const Script& leave_queue_script();
-
 inline Waiter waiter_of(const WaitTicket& ticket) {
   return Waiter{ticket.id, ticket.ttl, ticket.value()};
 }

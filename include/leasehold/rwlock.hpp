@@ -24,8 +24,7 @@ class TryRead;
 template <class L>
 class TryWrite;
 template <class L>
-class ForceRelease;
-
+class ActById;
 // One of a name's readers; an RwLock's writer is its name's sole holder (HolderSide).
 struct ReaderSide {
   static constexpr std::string_view token_name = "ReadToken";
@@ -46,18 +45,20 @@ const Script& rw_read_extend_script();
 // The two kinds of lease an RwLock grants. Both have the writer key as their key and the readers'
 // sorted set as their second key: a writer's lease is the writer key holding its id, a reader's
 // is its id's member of the sorted set.
-// A release tells the waiters whose turn it is then (see rw_in_turn_script).
+// A release tells the waiters whose turn it is then (src/lease/scripts/rw_notify_turns.lua).
 Request rw_release_request(const LeaseState& state);
 inline constexpr LeaseKind kRwWriterLease{rw_write_release_script, rw_write_extend_script,
                                           rw_release_request};
 inline constexpr LeaseKind kRwReaderLease{rw_read_release_script, rw_read_extend_script,
                                           rw_release_request};
 
-// Waiting in turn (wait.hpp): one try of a queued reader or writer, leaving the queue, and the
-// operator's release of whoever holds a name.
-const Script& rw_in_turn_script();
-const Script& rw_leave_queue_script();
-const Script& rw_force_release_script();
+// The operator's release of whoever holds a name.
+Request rw_force_release_request(std::string_view writer_key, std::string_view readers_key,
+                                 std::string_view intent_key);
+// The release (no ttl) or the extend (for `extend_ttl`) of the writer's or a reader's lease
+// whose id is `id`, found by the script.
+Request rw_by_id_request(std::string_view writer_key, std::string_view readers_key,
+                         const LeaseId& id, std::optional<std::chrono::milliseconds> extend_ttl);
 
 // The keys of an RwLock's name, and its writers' fence counter when fenced.
 struct RwKeys {
@@ -117,6 +118,14 @@ class RwLock {
   std::string intent_key(const N& name) const { return key(name, 'i'); }
   std::string fence_key(const N& name) const { return key(name, 'f'); }
 
+  // The name whose writer's, readers' or intent key `key` is, or nothing: for status tools that
+  // find leases by SCAN (a fencing counter outlives its leases, and is not one).
+  std::optional<std::string> name_of_key(
+      std::string_view key) const requires std::same_as<N, std::string> {
+    return detail::name_in_tagged_key(
+        key, std::string(prefix_) + ":RwLock:{" + std::string(ns_) + ":", {":w", ":r", ":i"});
+  }
+
   // A query yielding std::optional<ReadToken<RwLock>>.
   TryRead<RwLock> try_read(const N& name) const {
     return TryRead<RwLock>(writer_key(name), readers_key(name), intent_key(name), ttl_);
@@ -124,7 +133,8 @@ class RwLock {
   // An operator's query: ends whoever holds the name (the writer, every reader, a writer's
   // intent) and tells the waiters; yields how many of those keys it deleted.
   ForceRelease<RwLock> force_release(const N& name) const {
-    return ForceRelease<RwLock>(writer_key(name), readers_key(name), intent_key(name));
+    return ForceRelease<RwLock>(
+        detail::rw_force_release_request(writer_key(name), readers_key(name), intent_key(name)));
   }
   // A query yielding std::optional<LockToken<RwLock>>.
   TryWrite<RwLock> try_write(const N& name) const {
@@ -150,6 +160,19 @@ class RwLock {
   ReadToken<RwLock> adopt_read(const N& name, std::string_view value) const {
     return detail::TokenAccess::make<ReadToken<RwLock>>(detail::adopted_lease(
         writer_key(name), value, ttl_, &detail::kRwReaderLease, readers_key(name)));
+  }
+
+  // Queries for a caller that kept a lease's id and not its value (an operator, a shell script:
+  // `leasehold release --token`): the release, or the extend for this lock's TTL, of the writer's
+  // or a reader's lease on `name` whose id is `id`, found by the server in the same script call.
+  // Each yields true when it released or restarted that lease, false when no lease of that id
+  // holds the name; a release is not retry-safe, an extend is (as a token's).
+  ActById<RwLock> release_by_id(const N& name, const LeaseId& id) const {
+    return ActById<RwLock>(
+        detail::rw_by_id_request(writer_key(name), readers_key(name), id, std::nullopt));
+  }
+  ActById<RwLock> extend_by_id(const N& name, const LeaseId& id) const {
+    return ActById<RwLock>(detail::rw_by_id_request(writer_key(name), readers_key(name), id, ttl_));
   }
 
  private:
@@ -284,36 +307,20 @@ class TryWrite : public detail::RwAcquire<LockToken<L>> {
   std::string intent_ttl_;
 };
 
+// A query yielding bool: an RwLock's release_by_id() or extend_by_id().
 template <class L>
-class ForceRelease {
+class ActById {
  public:
-  using result_type = long long;
+  using result_type = bool;
   using effect = Write<L>;
 
-  ForceRelease(std::string writer_key, std::string readers_key, std::string intent_key)
-      : writer_key_(std::move(writer_key)),
-        readers_key_(std::move(readers_key)),
-        intent_key_(std::move(intent_key)) {}
+  explicit ActById(Request request) : request_(std::move(request)) {}
 
-  Request request() const {
-    const detail::WaitKeys waiting(writer_key_);
-    const std::string_view keys[] = {writer_key_, readers_key_, intent_key_, waiting.queue,
-                                     waiting.tickets};
-    const std::string_view args[] = {waiting.channel};
-    return Request::script(detail::rw_force_release_script(), keys, args).retry_safe();
-  }
-  Result<long long> parse(const Reply& reply, const Timing&) const {
-    if (reply.is_error())
-      return error_result<long long>(reply);
-    if (reply.type != Reply::Type::integer)
-      return Result<long long>(make_error_code(errc::unexpected_reply), to_string(reply));
-    return reply.integer;
-  }
+  Request request() const { return request_; }
+  Result<bool> parse(const Reply& reply, const Timing&) const { return detail::one_or_zero(reply); }
 
  private:
-  std::string writer_key_;
-  std::string readers_key_;
-  std::string intent_key_;
+  Request request_;
 };
 
 }  // namespace leasehold

@@ -33,9 +33,8 @@ namespace detail {
 const Script& permit_acquire_script();
 const Script& permit_release_script();
 const Script& permit_extend_script();
-const Script& permit_in_turn_script();
-const Script& permit_leave_queue_script();
 Request permit_release_request(const LeaseState& state);
+Request permit_force_release_request(std::string_view holders_key, std::string_view count_key);
 
 // A permit: its id's member of the holders' sorted set (scored by the end of its lease, in
 // server ms); its second key is the name's count key (extend keeps its expiry). Its release
@@ -95,12 +94,26 @@ class Semaphore {
   std::string count_key(const N& name) const { return key(name, 'n'); }
   std::string fence_key(const N& name) const { return key(name, 'f'); }
 
+  // The name whose holders' key `key` is, or nothing: for status tools that find leases by SCAN.
+  std::optional<std::string> name_of_key(
+      std::string_view key) const requires std::same_as<N, std::string> {
+    return detail::name_in_tagged_key(
+        key, std::string(prefix_) + ":Semaphore:{" + std::string(ns_) + ":", {":h"});
+  }
+
   // Waits in turn for a permit on `name`, for wait_until() (wait.hpp).
   InTurn<PermitToken<Semaphore>> in_turn(const N& name) const {
     return detail::TurnAccess::make<PermitToken<Semaphore>>(
         detail::permit_turn({holders_key(name), count_key(name),
                              fencing_ ? std::optional<std::string>(fence_key(name)) : std::nullopt},
                             ttl_, permits_));
+  }
+
+  // An operator's query: ends every permit of the name and tells the waiter at the head of its
+  // queue; yields how many of its holders' set and count it deleted. The fencing counter stays.
+  ForceRelease<Semaphore> force_release(const N& name) const {
+    return ForceRelease<Semaphore>(
+        detail::permit_force_release_request(holders_key(name), count_key(name)));
   }
 
   // A query yielding std::optional<PermitToken<Semaphore>>.

@@ -1,6 +1,9 @@
 #include "leasehold/lock.hpp"
 
+#include <algorithm>
+
 #include "lease_scripts.hpp"
+#include "scripts.hpp"
 
 namespace leasehold::detail {
 
@@ -20,6 +23,44 @@ Request lock_release_request(std::string_view key, std::string_view id_hex) {
   const std::string channel = released_channel(key);
   const std::string_view args[] = {id_hex, channel};
   return Request::script(lock_release_script(), keys, args);
+}
+
+std::optional<std::string> name_in_tagged_key(std::string_view key, std::string_view head,
+                                              std::initializer_list<std::string_view> tails) {
+  if (!key.starts_with(head))
+    return std::nullopt;
+  key.remove_prefix(head.size());
+  const auto tail = std::find_if(tails.begin(), tails.end(), [&](std::string_view t) {
+    return key.size() > t.size() + 1 && key.ends_with(std::string(1, '}') + std::string(t));
+  });
+  if (tail == tails.end())
+    return std::nullopt;
+  const std::string_view escaped = key.substr(0, key.size() - tail->size() - 1);
+  std::string name;
+  for (std::size_t i = 0; i < escaped.size(); ++i) {
+    const std::string_view rest = escaped.substr(i);
+    if (rest.starts_with("%7B"))
+      name += '{', i += 2;
+    else if (rest.starts_with("%7D"))
+      name += '}', i += 2;
+    else if (rest.starts_with("%25"))
+      name += '%', i += 2;
+    else
+      name += escaped[i];
+  }
+  return name;
+}
+
+const Script& lock_force_release_script() {
+  static const Script script{std::string(lua::lock_force_release)};
+  return script;
+}
+
+Request lock_force_release_request(std::string_view key) {
+  const std::string_view keys[] = {key};
+  const std::string channel = released_channel(key);
+  const std::string_view args[] = {channel};
+  return Request::script(lock_force_release_script(), keys, args).retry_safe();
 }
 
 Request lock_lease_release_request(const LeaseState& state) {

@@ -1,6 +1,7 @@
 #include "leasehold/queue.hpp"
 
 #include "lease_scripts.hpp"
+#include "scripts.hpp"
 
 namespace leasehold::detail {
 

@@ -3,6 +3,7 @@
 
 #include "lease_scripts.hpp"
 #include "leasehold/detail/turn.hpp"
+#include "scripts.hpp"
 
 namespace leasehold::detail {
 
@@ -51,6 +52,33 @@ const Script& rw_leave_queue_script() {
 const Script& rw_force_release_script() {
   static const Script script{std::string(lua::rw_force_release)};
   return script;
+}
+
+Request rw_force_release_request(std::string_view writer_key, std::string_view readers_key,
+                                 std::string_view intent_key) {
+  const WaitKeys waiting(writer_key);
+  const std::string_view keys[] = {writer_key, readers_key, intent_key, waiting.queue,
+                                   waiting.tickets};
+  const std::string_view args[] = {waiting.channel};
+  return Request::script(rw_force_release_script(), keys, args).retry_safe();
+}
+
+const Script& rw_by_id_script() {
+  static const Script script{std::string(lua::rw_by_id)};
+  return script;
+}
+
+Request rw_by_id_request(std::string_view writer_key, std::string_view readers_key,
+                         const LeaseId& id, std::optional<std::chrono::milliseconds> extend_ttl) {
+  const WaitKeys waiting(writer_key);
+  const std::string id_hex = id.hex();
+  const DecimalDigits ttl(extend_ttl ? extend_ttl->count() : 0);
+  const std::string_view keys[] = {writer_key, readers_key, waiting.queue, waiting.tickets};
+  const std::string_view args[] = {id_hex, extend_ttl ? ttl.view() : "release", waiting.channel};
+  Request request = Request::script(rw_by_id_script(), keys, args);
+  if (extend_ttl)
+    return std::move(request).retry_safe().grants_lease();
+  return request;
 }
 
 const Script& rw_read_extend_script() {

@@ -3,6 +3,7 @@
 
 #include "lease_scripts.hpp"
 #include "leasehold/detail/turn.hpp"
+#include "scripts.hpp"
 
 namespace leasehold::detail {
 
@@ -26,6 +27,18 @@ Request permit_release_request(const LeaseState& state) {
   const std::string_view keys[] = {state.key, waiting.queue, waiting.tickets};
   const std::string_view args[] = {state.value, waiting.channel};
   return Request::script(permit_release_script(), keys, args);
+}
+
+const Script& permit_force_release_script() {
+  static const Script script{std::string(lua::permit_force_release)};
+  return script;
+}
+
+Request permit_force_release_request(std::string_view holders_key, std::string_view count_key) {
+  const WaitKeys waiting(holders_key);
+  const std::string_view keys[] = {holders_key, count_key, waiting.queue, waiting.tickets};
+  const std::string_view args[] = {waiting.channel};
+  return Request::script(permit_force_release_script(), keys, args).retry_safe();
 }
 
 const Script& permit_in_turn_script() {

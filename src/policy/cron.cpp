@@ -271,6 +271,14 @@ IntervalLease::IntervalLease(Client& redis, std::string name, Clock::duration in
   }
 }
 
+std::vector<std::vector<LeaseKey>> once_per_interval_keys(const std::string& name,
+                                                          std::string_view prefix) {
+  const CronLock lock("cron", std::chrono::milliseconds(1000), prefix);
+  const std::string tagged = lock.with_fencing().key(name);
+  return {{{lock.key(name), "string"}},
+          {{tagged + ":slot", "string"}, {tagged + ":high", "string"}}};
+}
+
 std::optional<IntervalClaim> IntervalLease::claim() {
   if (!options_.aligned) {
     const CronLock lock("cron", lease_, options_.prefix);

@@ -156,6 +156,43 @@ TEST_F(ClusterTest, EveryRwLockKeyOfANameIsInOneSlotOnOneMaster) {
   }
 }
 
+TEST_F(ClusterTest, TheStatusOfNamesOfEveryKindOnEveryMasterIsReadInOneBatch) {
+  Client redis(cluster_->url());
+  const std::string ns = unique("status");
+  const auto rw = RwLock<std::string>{ns, 10s}.with_fencing();
+  const Semaphore<std::string> permits{ns, 2, 10s};
+  std::vector<LockToken<RwLock<std::string>>> writers;
+  std::vector<PermitToken<Semaphore<std::string>>> holders;
+  std::vector<LeaseStatusQuery<>> batch;
+  std::set<int> masters;
+  for (int i = 0; i < 30; ++i) {
+    const std::string name = "n" + std::to_string(i);
+    writers.push_back(*redis.process(rw.try_write(name)));
+    holders.push_back(*redis.process(permits.try_acquire(name)));
+    batch.emplace_back(lease_status(rw, name));
+    batch.emplace_back(lease_status(permits, name));
+    masters.insert(cluster_->master_of(key_slot(rw.writer_key(name))));
+  }
+  EXPECT_EQ(masters.size(), 3u) << "the names are on every master";
+  const std::vector<Result<LeaseStatus>> read = redis.process(batch);
+  ASSERT_EQ(read.size(), 60u);
+  for (std::size_t i = 0; i < writers.size(); ++i) {
+    const LeaseStatus& writer = read[2 * i].value();
+    ASSERT_EQ(writer.leases.size(), 1u) << i;
+    EXPECT_EQ(writer.leases[0].id_prefix, writers[i].id().hex().substr(0, 8)) << i;
+    EXPECT_EQ(writer.fence, writers[i].fence()) << i;
+    const LeaseStatus& permit = read[2 * i + 1].value();
+    ASSERT_EQ(permit.leases.size(), 1u) << i;
+    EXPECT_EQ(permit.leases[0].id_prefix, holders[i].id().hex().substr(0, 8)) << i;
+    EXPECT_EQ(permit.permits, 2u) << i;
+  }
+  for (std::size_t i = 0; i < writers.size(); ++i) {
+    const std::string name = "n" + std::to_string(i);
+    EXPECT_TRUE(redis.process(rw.release_by_id(name, writers[i].id()))) << i;
+    EXPECT_EQ(redis.process(permits.force_release(name)), 2) << i;
+  }
+}
+
 TEST_F(ClusterTest, RawCommandsAreRoutedByTheKeysTheServerNames) {
   Client redis(cluster_->url());
   const std::string a = unique("raw:a");

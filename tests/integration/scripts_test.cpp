@@ -11,6 +11,7 @@
 #include "leasehold/queue.hpp"
 #include "leasehold/rwlock.hpp"
 #include "leasehold/semaphore.hpp"
+#include "scripts.hpp"
 #include "shared_server.hpp"
 
 namespace leasehold {
@@ -40,17 +41,20 @@ TEST_F(ScriptsTest, EveryScriptCompiles) {
 
 TEST_F(ScriptsTest, TheLibrarySendsTheScriptsAsTheyAreWritten) {
   const std::map<std::string, const Script*> library = {
-      {"describe", &detail::describe_script()},
+      {"lease_status", &detail::lease_status_script()},
       {"lock_extend", &detail::lock_extend_script()},
+      {"lock_force_release", &detail::lock_force_release_script()},
       {"lock_in_turn", &detail::lock_in_turn_script()},
       {"lock_leave_queue", &detail::leave_queue_script()},
       {"lock_release", &detail::lock_release_script()},
       {"lock_try_fenced", &detail::lock_try_fenced_script()},
       {"permit_acquire", &detail::permit_acquire_script()},
       {"permit_extend", &detail::permit_extend_script()},
+      {"permit_force_release", &detail::permit_force_release_script()},
       {"permit_in_turn", &detail::permit_in_turn_script()},
       {"permit_leave_queue", &detail::permit_leave_queue_script()},
       {"permit_release", &detail::permit_release_script()},
+      {"rw_by_id", &detail::rw_by_id_script()},
       {"rw_force_release", &detail::rw_force_release_script()},
       {"rw_in_turn", &detail::rw_in_turn_script()},
       {"rw_leave_queue", &detail::rw_leave_queue_script()},

@@ -1,4 +1,4 @@
-// leasehold top's rows: reading every lease of the names found, and the counts beside them.
+// leasehold top's rows: every lease of the names found, and the counts beside them.
 #include <algorithm>
 #include <tuple>
 
@@ -9,50 +9,22 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// The counts beside a run name's leases, read in its slot (the run's and the permits' keys share
-// the hash tag {run:NAME}): each queue's size and each last fencing number (0: none). pcall: a key
-// of another type is no queue or counter of leasehold's, and counts as absent.
-const Script& counts_script() {
-  static const Script script(
-      "local function size(key)\n"
-      "  local n = redis.pcall('ZCARD', key)\n"
-      "  return type(n) == 'number' and n or 0\n"
-      "end\n"
-      "local function fence(key)\n"
-      "  local v = redis.pcall('GET', key)\n"
-      "  return type(v) == 'string' and tonumber(v) or 0\n"
-      "end\n"
-      "return {size(KEYS[1]), fence(KEYS[2]), size(KEYS[3]), fence(KEYS[4])}\n");
-  return script;
+// The leases a status found; none when a key of it holds another type (not a lease).
+const std::vector<LeaseInfo>& leases_of(const Result<LeaseStatus>& status) {
+  static const std::vector<LeaseInfo> none;
+  if (!status && status.error() == errc::wrong_type)
+    return none;
+  return status.value().leases;
 }
 
-// The four calls that read a name: its run lease, its permits, its cron lease, the counts.
-constexpr std::size_t kCallsPerName = 4;
-
-void add_name_calls(const Globals& globals, const std::string& name, std::vector<Command>& calls) {
-  const auto run = run_lock(globals, milliseconds(1000));
-  const auto permits = run_semaphore(globals, milliseconds(1000), 1);
-  calls.emplace_back(describe(run, name).request());
-  calls.emplace_back(describe(permits, name).request());
-  calls.emplace_back(describe(cron_lock(globals, milliseconds(1000)), name).request());
-  const std::string run_queue = same_slot_key(run.writer_key(name), ":queue");
-  const std::string run_fence = run.fence_key(name);
-  const std::string permit_queue = same_slot_key(permits.holders_key(name), ":queue");
-  const std::string permit_fence = permits.fence_key(name);
-  const std::string_view keys[] = {run_queue, run_fence, permit_queue, permit_fence};
-  calls.emplace_back(Request::script(counts_script(), keys, {}).retry_safe());
+std::optional<long long> fence_of(const Result<LeaseStatus>& status) {
+  if (!status || !status.value().fence)
+    return std::nullopt;
+  return static_cast<long long>(*status.value().fence);
 }
 
-// The leases a describe call found; none when a key of it holds another type (not a lease).
-std::vector<LeaseInfo> leases_of(const Result<Reply>& reply, LeaseInfo::Kind set_kind) {
-  if (!reply && reply.error() == errc::wrong_type)
-    return {};
-  // The reply read as a Describe query reads it: only the kind of the set's members matters.
-  return Describe<Lock<std::string>>({}, {}, set_kind).parse(reply.value(), Timing{}).value();
-}
-
-std::optional<long long> fence_of(const Reply& counter) {
-  return counter.integer > 0 ? std::optional(counter.integer) : std::nullopt;
+long long waiters_of(const Result<LeaseStatus>& status) {
+  return status ? static_cast<long long>(status.value().waiters) : 0;
 }
 
 Row row_of(const std::string& name, Kind kind, const LeaseInfo& lease, long long readers,
@@ -61,26 +33,22 @@ Row row_of(const std::string& name, Kind kind, const LeaseInfo& lease, long long
              lease.holder, readers, waiters,         fence};
 }
 
-// The rows of one name from its calls' replies (kCallsPerName of them, from `at`).
-void add_name_rows(const std::string& name, const std::vector<Result<Reply>>& replies,
-                   std::size_t at, std::vector<Row>& rows) {
-  const std::vector<LeaseInfo> run = leases_of(replies[at], LeaseInfo::Kind::shared);
-  const std::vector<LeaseInfo> permits = leases_of(replies[at + 1], LeaseInfo::Kind::permit);
-  const std::vector<LeaseInfo> cron = leases_of(replies[at + 2], LeaseInfo::Kind::exclusive);
-  const std::vector<Reply>& counts = replies[at + 3].value().elements;
+// The rows of one name.
+void add_name_rows(const NameLeases& name, std::vector<Row>& rows) {
+  const std::vector<LeaseInfo>& run = leases_of(name.run);
   const auto readers = std::count_if(run.begin(), run.end(), [](const LeaseInfo& lease) {
     return lease.kind == LeaseInfo::Kind::shared;
   });
   for (const LeaseInfo& lease : run) {
     const Kind kind = lease.kind == LeaseInfo::Kind::shared ? Kind::shared : Kind::exclusive;
     rows.push_back(
-        row_of(name, kind, lease, readers, counts.at(0).integer, fence_of(counts.at(1))));
+        row_of(name.name, kind, lease, readers, waiters_of(name.run), fence_of(name.run)));
   }
-  for (const LeaseInfo& lease : permits)
-    rows.push_back(
-        row_of(name, Kind::permit, lease, 0, counts.at(2).integer, fence_of(counts.at(3))));
-  for (const LeaseInfo& lease : cron)
-    rows.push_back(row_of(name, Kind::cron, lease, 0, 0, std::nullopt));
+  for (const LeaseInfo& lease : leases_of(name.permits))
+    rows.push_back(row_of(name.name, Kind::permit, lease, 0, waiters_of(name.permits),
+                          fence_of(name.permits)));
+  for (const LeaseInfo& lease : leases_of(name.cron))
+    rows.push_back(row_of(name.name, Kind::cron, lease, 0, 0, std::nullopt));
 }
 
 }  // namespace
@@ -92,19 +60,12 @@ std::string_view kind_name(Kind kind) {
 
 std::vector<Row> read_rows(const Globals& globals, Client& redis,
                            const std::set<std::string>& names) {
-  std::vector<Command> calls;
-  calls.reserve(names.size() * kCallsPerName);
-  for (const std::string& name : names)
-    add_name_calls(globals, name, calls);
   std::vector<Row> rows;
-  if (calls.empty())
+  if (names.empty())
     return rows;
-  const std::vector<Result<Reply>> replies = redis.process(calls);
-  std::size_t at = 0;
-  for (const std::string& name : names) {
-    add_name_rows(name, replies, at, rows);
-    at += kCallsPerName;
-  }
+  for (const NameLeases& name :
+       read_leases(globals, redis, std::vector<std::string>(names.begin(), names.end())))
+    add_name_rows(name, rows);
   return rows;
 }
 

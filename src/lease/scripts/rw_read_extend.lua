@@ -6,7 +6,6 @@
 --! include rw_arguments.lua
 if #ARGV ~= 2 then return wrong_arguments(2) end
 --! include rw_prelude.lua
-if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
-redis.call('ZADD', KEYS[2], 'XX', now + tonumber(ARGV[2]), ARGV[1])
-keep_readers_expiry()
-return 1
+--! include rw_notify_turns.lua
+--! include rw_lease_acts.lua
+return extend_reader(ARGV[1], ARGV[2])

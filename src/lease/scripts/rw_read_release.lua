@@ -7,10 +7,5 @@
 if #ARGV ~= 2 then return wrong_arguments(2) end
 --! include rw_prelude.lua
 --! include rw_notify_turns.lua
-local removed = redis.call('ZREM', KEYS[2], ARGV[1])
-keep_readers_expiry()
-if redis.call('EXISTS', KEYS[2]) == 0 and
-    redis.pcall('EXISTS', KEYS[3]) == 1 then
-  notify_turns(KEYS[3], KEYS[4], ARGV[2])
-end
-return removed
+--! include rw_lease_acts.lua
+return release_reader(ARGV[1], ARGV[2])

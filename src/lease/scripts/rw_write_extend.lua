@@ -5,7 +5,6 @@
 --! include rw_arguments.lua
 if #ARGV ~= 2 then return wrong_arguments(2) end
 --! include rw_prelude.lua
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0
+--! include rw_notify_turns.lua
+--! include rw_lease_acts.lua
+return extend_writer(ARGV[1], ARGV[2])

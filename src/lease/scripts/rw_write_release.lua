@@ -6,9 +6,5 @@
 if #ARGV ~= 2 then return wrong_arguments(2) end
 --! include rw_prelude.lua
 --! include rw_notify_turns.lua
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
-if redis.pcall('EXISTS', KEYS[3]) == 1 then
-  notify_turns(KEYS[3], KEYS[4], ARGV[2])
-end
-return 1
+--! include rw_lease_acts.lua
+return release_writer(ARGV[1], ARGV[2])
