@@ -24,6 +24,7 @@
 #include <asio/any_io_executor.hpp>
 #include <asio/associated_executor.hpp>
 #include <asio/async_result.hpp>
+#include <chrono>
 #include <future>
 #include <memory>
 #include <span>
@@ -156,6 +157,12 @@ class Client {
 
   // Fails every call in progress and every later one with errc::closed. Idempotent, never throws.
   void close() noexcept;
+  // The same, once the requests the client sent on its own account are answered or failed —
+  // the release of an acquire whose outcome was unknown (or cancelled after it was sent), a
+  // waiter's leaving its queue — or `drain` has passed: for a program about to exit, which must
+  // know that no lease it may have taken is left behind. Not on the client's I/O thread (it
+  // closes at once there).
+  void close(std::chrono::milliseconds drain) noexcept;
 
   // True on a thread where a blocking call would wait for itself (the thread that runs this
   // client's executor): use the async_ forms there.

@@ -181,6 +181,13 @@ void Client::close() noexcept {
     core_->close();
 }
 
+void Client::close(std::chrono::milliseconds drain) noexcept {
+  // On the I/O thread the requests could not be answered while this waits: no drain there.
+  if (core_ && !check_not_io_thread())
+    core_->unwatched()->wait_for_none(drain);
+  close();
+}
+
 void Client::submit(std::unique_ptr<detail::Operation> operation) {
   core_->submit(std::move(operation));
 }
@@ -196,18 +203,26 @@ bool Operation::retry_safe() const noexcept {
 
 namespace {
 
-// A request whose outcome nobody waits for.
+// A request whose outcome nobody waits for, counted until it is answered or fails (or is
+// dropped with its transport).
 class UnwatchedRequest final : public Operation {
  public:
-  explicit UnwatchedRequest(Request request) : request_(std::move(request)) {
+  UnwatchedRequest(Request request, std::shared_ptr<UnwatchedRequests> unwatched)
+      : request_(std::move(request)), unwatched_(std::move(unwatched)) {
     sent = Clock::now();
     set_requests({&request_, 1});
+    unwatched_->add();
   }
+  ~UnwatchedRequest() override { unwatched_->remove(); }
+  UnwatchedRequest(const UnwatchedRequest&) = delete;
+  UnwatchedRequest& operator=(const UnwatchedRequest&) = delete;
+
   void on_reply(std::size_t, Reply&&) override {}
   void complete(Transport&, std::error_code, std::string) override {}
 
  private:
   Request request_;
+  std::shared_ptr<UnwatchedRequests> unwatched_;
 };
 
 }  // namespace
@@ -226,7 +241,7 @@ void CancelOperation::operator()(asio::cancellation_type type) const {
 }
 
 void send_without_waiting(Transport& core, Request request) {
-  core.submit(std::make_unique<UnwatchedRequest>(std::move(request)));
+  core.submit(std::make_unique<UnwatchedRequest>(std::move(request), core.unwatched()));
 }
 
 std::shared_ptr<Transport> transport_of(const Client& client) noexcept {

@@ -5,7 +5,11 @@
 #include <asio/any_io_executor.hpp>
 #include <asio/cancellation_type.hpp>
 #include <asio/strand.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
 #include <memory>
+#include <mutex>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -20,9 +24,41 @@
 
 namespace leasehold::detail {
 
+// The requests a client sends on its own account (send_without_waiting: an acquire's release
+// after an unknown outcome, a waiter's leaving) that are neither answered nor failed yet: what a
+// draining close (Client::close(drain)) waits for. Any thread.
+class UnwatchedRequests {
+ public:
+  void add() {
+    const std::lock_guard lock(mutex_);
+    ++count_;
+  }
+  void remove() {
+    {
+      const std::lock_guard lock(mutex_);
+      --count_;
+    }
+    none_left_.notify_all();
+  }
+  // False if `timeout` passed first.
+  bool wait_for_none(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    return none_left_.wait_for(lock, timeout, [this] { return count_ == 0; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable none_left_;
+  std::size_t count_ = 0;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
+
+  // Shared with each unwatched request, which may outlive the transport that took it (a
+  // cluster's node).
+  const std::shared_ptr<UnwatchedRequests>& unwatched() const noexcept { return unwatched_; }
 
   // These three may be called from any thread.
   virtual void submit(std::unique_ptr<Operation> operation) = 0;
@@ -43,6 +79,9 @@ class Transport {
   virtual const ClientOptions& options() const noexcept = 0;
   // Where the transport's state lives.
   virtual const ConnectionStrand& strand() const noexcept = 0;
+
+ private:
+  std::shared_ptr<UnwatchedRequests> unwatched_ = std::make_shared<UnwatchedRequests>();
 };
 
 // What every transport shares: where its state lives, its life (open, closed, fatal), the guard
