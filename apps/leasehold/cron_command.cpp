@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "cli.hpp"
+#include "supervise.hpp"
 
 namespace leasehold::cli {
 
@@ -65,43 +66,6 @@ CronPlan checked_plan(const CronOptions& options) {
   return plan;
 }
 
-// How a run ended.
-struct RunEnd {
-  int status = 0;             // from waitpid
-  bool timed_out = false;     // it ran past --max-time and was stopped
-  bool stopped_lost = false;  // its lease was lost and it was stopped
-  bool killed = false;        // it needed the SIGKILL
-};
-
-// Waits for a run, stopping its process group (SIGTERM, then SIGKILL after `kill_after`) when it
-// has run for `max_time` (zero: no limit) or `stop` is requested (its lease was lost).
-RunEnd wait_for_run(pid_t child, std::stop_token stop, milliseconds max_time,
-                    milliseconds kill_after) {
-  RunEnd end;
-  const Clock::time_point started = Clock::now();
-  std::optional<Clock::time_point> terminated_at;
-  for (;;) {
-    const pid_t reaped = waitpid(child, &end.status, WNOHANG);
-    if (reaped == child || (reaped < 0 && errno != EINTR))
-      break;
-    const Clock::time_point now = Clock::now();
-    if (!terminated_at) {
-      end.timed_out = max_time > milliseconds::zero() && now - started >= max_time;
-      end.stopped_lost = !end.timed_out && stop.stop_requested();
-      if (end.timed_out || end.stopped_lost) {
-        kill(-child, SIGTERM);
-        terminated_at = now;
-      }
-    } else if (!end.killed && now - *terminated_at >= kill_after) {
-      kill(-child, SIGKILL);
-      end.killed = true;
-    }
-    timespec pace{0, 20'000'000};
-    nanosleep(&pace, nullptr);
-  }
-  return end;
-}
-
 }  // namespace
 
 int cron(const Globals& globals, const CronOptions& options) {
@@ -156,7 +120,7 @@ int cron(const Globals& globals, const CronOptions& options) {
     }
     const auto started = Clock::now();
     int status = 0;
-    RunEnd end;
+    CommandEnd end;
     bool spawned = false;
     const auto run_child = [&](std::stop_token stop) {
       std::lock_guard spawning(children_mutex);  // no spawn after a stop was forwarded
@@ -175,7 +139,12 @@ int cron(const Globals& globals, const CronOptions& options) {
       spawned = true;
       children.push_back(child.pid);
       children_mutex.unlock();
-      end = wait_for_run(child.pid, stop, options.max_time, options.kill_after);
+      // The main thread takes the signals and passes them on to the runs in progress.
+      end = supervise(child, {.max_time = options.max_time,
+                              .kill_after = options.kill_after,
+                              .lost = [&stop] { return stop.stop_requested(); },
+                              .forward_signals = false,
+                              .reaps_orphans = false});
       status = end.status;
       children_mutex.lock();
       std::erase(children, child.pid);
@@ -199,11 +168,11 @@ int cron(const Globals& globals, const CronOptions& options) {
     }
     const auto took = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
     const std::string how = end.killed ? "killed" : "terminated";
-    if (end.timed_out) {
+    if (end.stopped == StopCause::max_time) {
       warn(label + ": ran past --max-time " + format_duration(options.max_time) + "; " + how +
            " after " + format_duration(took));
       tell_tick(CronTickEvent::Outcome::failed, Clock::now() - started);
-    } else if (end.stopped_lost) {
+    } else if (end.stopped == StopCause::lost) {
       warn(label + ": its lease was lost (it expired or could not be extended); " + how +
            " after " + format_duration(took));
       tell_tick(CronTickEvent::Outcome::failed, Clock::now() - started);

@@ -4,74 +4,27 @@
 #include <signal.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <stop_token>
 #include <thread>
 
 #include "cli.hpp"
+#include "leases.hpp"
 
 namespace leasehold::cli {
 namespace {
 
 using std::chrono::milliseconds;
 
-// "held by a writer, 3fa2b1c0… (12.3 s left)" or "shared by 2 readers (longest 4.1 s left)".
-std::string describe_holder(Client& redis, const RwLock<std::string>& lock,
-                            const std::string& name) {
-  try {
-    const Reply writer = redis.process(Command{"GET", lock.writer_key(name)});
-    if (writer.type == Reply::Type::string) {
-      const Reply ttl = redis.process(Command{"PTTL", lock.writer_key(name)});
-      return "held exclusively by " + writer.str.substr(0, 8) + "\xe2\x80\xa6 (" +
-             format_duration(milliseconds(std::max(0LL, ttl.integer))) + " left)";
-    }
-    const Reply readers = redis.process(Command{"ZCARD", lock.readers_key(name)});
-    const Reply ttl = redis.process(Command{"PTTL", lock.readers_key(name)});
-    if (readers.integer > 0) {
-      return "shared by " + std::to_string(readers.integer) + " reader(s) (longest " +
-             format_duration(milliseconds(std::max(0LL, ttl.integer))) + " left)";
-    }
-  } catch (const Error&) {
-  }
-  return "held";
-}
-
-// "held by 3 of 3 permit holders (the first ends in 2.1 s)".
-std::string describe_permits(Client& redis, const Semaphore<std::string>& permits,
-                             const std::string& name) {
-  try {
-    const Reply first =
-        redis.process(Command{"ZRANGE", permits.holders_key(name), "0", "0", "WITHSCORES"});
-    const Reply time = redis.process(Command{"TIME"});
-    const Reply count = redis.process(Command{"ZCARD", permits.holders_key(name)});
-    if (first.elements.size() == 2 && time.elements.size() == 2) {
-      const long long now_ms =
-          std::stoll(time.elements[0].str) * 1000 + std::stoll(time.elements[1].str) / 1000;
-      const long long left = std::max(0LL, std::stoll(first.elements[1].str) - now_ms);
-      return "held by " + std::to_string(count.integer) + " of " +
-             std::to_string(permits.permits()) + " permit holders (the first ends in " +
-             format_duration(milliseconds(left)) + ")";
-    }
-  } catch (const std::exception&) {
-  }
-  return "held by all " + std::to_string(permits.permits()) + " permit holders";
-}
-
-// "held by another client's lock, 0a1b2c3d… (4.2 s left)".
-std::string describe_raw_holder(Client& redis, const std::string& key) {
-  try {
-    const Reply value = redis.process(Command{"GET", key});
-    const Reply ttl = redis.process(Command{"PTTL", key});
-    if (value.type == Reply::Type::string)
-      return "held by " + value.str.substr(0, 8) + "\xe2\x80\xa6 (" +
-             format_duration(milliseconds(std::max(0LL, ttl.integer))) + " left)";
-  } catch (const Error&) {
-  }
-  return "held";
-}
-
+// Exits for a failed take. A try whose outcome stayed unknown (a timeout), or a wait that ended
+// mid-way, has the client release what it may hold and leave the queue: leasehold exits only once
+// those requests were answered or timed out, so that no lease it may have taken is orphaned.
 [[noreturn]] void fail(const Globals& globals, const TakeOptions& options, Client& redis,
                        const std::exception& e) {
+  const auto* error = dynamic_cast<const Error*>(&e);
+  if (error == nullptr || error->code() != errc::wrong_type)  // the message asks Redis then
+    redis.close(redis.options().command_timeout);
   if (options.raw_key)
     exit_raw_key_failure(redis, *options.raw_key, e);
   exit_failure(globals, redis, options.name, e);
@@ -89,8 +42,44 @@ struct Locks {
   RawLock raw;
 };
 
-// One plain try (never queues), as with -n. A try whose outcome stays unknown (a timeout)
-// releases its id before leasehold exits, so that the lease it may have taken is not orphaned.
+// What holds the lease a request names, for the messages of a refused or waiting take:
+// "held exclusively by 3fa2b1c0… (web-3, pid 4121, "deploy.sh prod", for 12 s; 18 s left)",
+// "shared by 2 reader(s) (longest 4.1 s left)", "held by 3 of 3 permit holders (the first ends in
+// 2.1 s)", or a raw key's "held by 0a1b2c3d… (4.2 s left)". "held" when it cannot be read.
+std::string describe_holders(Client& redis, const TakeOptions& options, const Locks& locks) {
+  try {
+    if (options.raw_key) {
+      const LeaseStatus status = redis.process(lease_status(locks.raw, *options.raw_key));
+      if (!status.leases.empty())
+        return "held by " + lease_text(status.leases.front());
+    } else if (locks.permits) {
+      const LeaseStatus status = redis.process(lease_status(*locks.permits, options.name));
+      const auto first = std::min_element(
+          status.leases.begin(), status.leases.end(),
+          [](const LeaseInfo& a, const LeaseInfo& b) { return a.time_left < b.time_left; });
+      if (first != status.leases.end())
+        return "held by " + std::to_string(status.leases.size()) + " of " +
+               std::to_string(locks.permits->permits()) + " permit holders (the first ends in " +
+               format_duration(std::max(milliseconds::zero(), first->time_left)) + ")";
+      return "held by all " + std::to_string(locks.permits->permits()) + " permit holders";
+    } else {
+      const LeaseStatus status = redis.process(lease_status(locks.run, options.name));
+      milliseconds longest{0};
+      for (const LeaseInfo& lease : status.leases) {
+        if (lease.kind == LeaseInfo::Kind::exclusive)
+          return "held exclusively by " + lease_text(lease);
+        longest = std::max(longest, lease.time_left);
+      }
+      if (!status.leases.empty())
+        return "shared by " + std::to_string(status.leases.size()) + " reader(s) (longest " +
+               format_duration(longest) + " left)";
+    }
+  } catch (const Error&) {
+  }
+  return "held";
+}
+
+// One plain try (never queues), as with -n.
 std::optional<HeldLease> try_once(const Globals& globals, const TakeOptions& options, Client& redis,
                                   const Locks& locks) {
   const auto attempt = [&](const auto& query) -> std::optional<HeldLease> {
@@ -99,11 +88,6 @@ std::optional<HeldLease> try_once(const Globals& globals, const TakeOptions& opt
         return HeldLease(std::move(*token));
       return std::nullopt;
     } catch (const Error& e) {
-      if (outcome_unknown(e.code())) {
-        std::error_code ignored;
-        if (const auto cleanup = query.on_unknown_outcome())
-          redis.process(Command(std::move(*cleanup)), ignored);
-      }
       fail(globals, options, redis, e);
     }
   };
@@ -223,12 +207,7 @@ Taken take_lease(const Globals& globals, const TakeOptions& options, Client& red
     tell(AcquireEvent::Outcome::acquired, lease->key());
     return Taken{std::move(lease)};
   }
-  const auto holder = [&] {
-    if (options.raw_key)
-      return describe_raw_holder(redis, *options.raw_key);
-    return locks.permits ? describe_permits(redis, *locks.permits, options.name)
-                         : describe_holder(redis, locks.run, options.name);
-  };
+  const auto holder = [&] { return describe_holders(redis, options, locks); };
   const std::string name = lease_name(options);
   const auto give_up = [&] {
     chat(globals, "'" + name + "' is " + holder() + "; giving up");

@@ -250,9 +250,17 @@ TEST_F(CliTest, SharedRunsOverlapAndExclusiveOnesDoNot) {
   const std::string log = file(".times");
   const std::string child =
       "s=$(date +%s%3N); sleep 0.4; e=$(date +%s%3N); echo \"$s $e\" >> " + log;
+  // A shared child marks its start, then holds its lease until the other has started too (10 s at
+  // most): had the second run been kept out, the first would end alone, before it started.
+  const std::string marks = file(".started");
+  const std::string shared_child = "s=$(date +%s%3N); echo >> " + marks +
+                                   "; i=0; while [ $(wc -l < " + marks +
+                                   ") -lt 2 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); "
+                                   "done; e=$(date +%s%3N); echo \"$s $e\" >> " +
+                                   log;
   {
-    auto a = cli({"run", "-s", name_, "--", "sh", "-c", child});
-    auto b = cli({"run", "--shared", name_, "--", "sh", "-c", child});
+    auto a = cli({"run", "-s", name_, "--", "sh", "-c", shared_child});
+    auto b = cli({"run", "--shared", name_, "--", "sh", "-c", shared_child});
     EXPECT_EQ(a.wait(), 0);
     EXPECT_EQ(b.wait(), 0);
   }
@@ -647,6 +655,28 @@ TEST_F(CliTest, MaxTimeEndsTheCommandAndExits124) {
   EXPECT_EQ(quick.wait(), 0) << "a command that ends in time is not touched";
   auto negative = cli({"run", "--max-time", "-1s", name_, "--", "true"});
   EXPECT_EQ(negative.wait(), 64);
+}
+
+// --max-time is the command's budget, not the lease's: a command stopped for it keeps its lease
+// (extended) until its group is gone, so nobody else runs while it is still dying.
+TEST_F(CliTest, ARunStoppedAtMaxTimeKeepsItsLeaseUntilItsGroupIsGone) {
+  // A 200 ms TTL, SIGTERM (ignored) at 300 ms, SIGKILL 3 s later: unextended, the lease would
+  // have run out by 500 ms.
+  auto stubborn = cli({"run", "-t", "200ms", "--max-time", "300ms", "--kill-after", "3s", name_,
+                       "--", "sh", "-c", "trap '' TERM; sleep 10"});
+  ASSERT_TRUE(eventually([&] { return exists(writer_key()); }));
+  const auto started = std::chrono::steady_clock::now();
+  bool refused_past_ttl = false;
+  // Contenders started in the first 1.2 s are done long before the SIGKILL (3.3 s): all refused.
+  while (std::chrono::steady_clock::now() - started < 1200ms) {
+    auto contender = cli({"run", "-n", name_, "--", "true"});
+    EXPECT_EQ(contender.wait(), 1) << "the lease of a command being stopped was taken";
+    refused_past_ttl = refused_past_ttl || std::chrono::steady_clock::now() - started > 700ms;
+  }
+  EXPECT_TRUE(refused_past_ttl);
+  EXPECT_EQ(stubborn.wait(), 124) << stubborn.err();
+  EXPECT_NE(stubborn.err().find("killed"), std::string::npos) << stubborn.err();
+  EXPECT_FALSE(exists(writer_key())) << "given back once the group was gone";
 }
 
 // Permits in status, list and release --force; a queue of waiters is not listed as a lease.
