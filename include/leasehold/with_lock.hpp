@@ -240,15 +240,23 @@ class Locker {
   void shutdown() noexcept;
   bool is_shut_down() const;
 
-  // For Mutex and the async form: the registry of held leases.
+  // The acquire of the lock `name` (a fenced acquire with fencing), for a caller that holds the
+  // lease itself with a LeaseGuard on this locker (lease_guard.hpp).
+  TryLock<detail::WithLockTag> try_lock_query(std::string_view name,
+                                              std::chrono::milliseconds ttl) const;
+
+  // A lease held under this locker (registered by LeaseGuard), released by its shutdown.
   using HeldId = std::uint64_t;
+
+ private:
+  // Mutex and LeaseGuard share the registry of held leases and the attempts.
+  friend class Mutex;
+  friend class LeaseGuard;
+
   // Nothing if the locker shut down meanwhile (then the caller releases the lease itself).
   std::optional<HeldId> register_held(std::shared_ptr<detail::LeaseState> lease,
                                       std::function<void()> on_shutdown);
   void unregister_held(HeldId id);
-  // The acquire of the lock `name` (a fenced acquire with fencing).
-  TryLock<detail::WithLockTag> try_lock_query(std::string_view name,
-                                              std::chrono::milliseconds ttl) const;
   // One attempt at the lock `name`, told to the client's observer. Throws the Redis error.
   std::optional<LockToken<detail::WithLockTag>> try_once(std::string_view name,
                                                          std::chrono::milliseconds ttl);
@@ -270,7 +278,6 @@ class Locker {
   // The same without waiting for the reply (sent at once); for coroutines on any executor.
   void release_quietly_async(const std::shared_ptr<detail::LeaseState>& lease) noexcept;
 
- private:
   // with_lock's acquire: one attempt with retry_attempts 0, else a wait in turn of retry_attempts
   // x retry_delay. Nothing if the locker shut down meanwhile. Throws AcquireError (busy until the
   // end), Error(errc::closed) (`caller_stop` was requested), or the Redis error.
