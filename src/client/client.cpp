@@ -7,8 +7,8 @@
 #include <future>
 #include <thread>
 
-#include "client_core.hpp"
-#include "cluster_core.hpp"
+#include "cluster_connection.hpp"
+#include "server_connection.hpp"
 #include "tls.hpp"
 
 namespace leasehold {
@@ -80,13 +80,13 @@ std::shared_ptr<detail::Transport> make_transport(asio::io_context::executor_typ
   // Loaded once, here: a file that cannot be used is the caller's error, not a connection's.
   auto tls = url.tls ? detail::make_tls_context(tls_options) : nullptr;
   if (url.transport == RedisUrl::Transport::cluster) {
-    auto cluster = std::make_shared<detail::ClusterCore>(std::move(executor), std::move(url),
-                                                         std::move(options), std::move(tls));
+    auto cluster = std::make_shared<detail::ClusterConnection>(std::move(executor), std::move(url),
+                                                               std::move(options), std::move(tls));
     cluster->start();
     return cluster;
   }
-  auto core = std::make_shared<detail::ClientCore>(std::move(executor), std::move(url),
-                                                   std::move(options), std::move(tls));
+  auto core = std::make_shared<detail::ServerConnection>(std::move(executor), std::move(url),
+                                                         std::move(options), std::move(tls));
   core->start();
   return core;
 }

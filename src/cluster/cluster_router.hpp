@@ -1,8 +1,8 @@
 // The decisions of a Redis Cluster client, without I/O: which node serves each request of a call
 // (the slot map, grouping by node), what a node's answer means (MOVED, ASK, TRYAGAIN,
 // CLUSTERDOWN, a failed connection, a CLUSTER SLOTS reply), which nodes to ask for the map and
-// how to learn a raw command's keys. No sockets, timers or threads: ClusterCore
-// (src/cluster_core.cpp) hands it replies, errors and times, and carries out what it returns.
+// how to learn a raw command's keys. No sockets, timers or threads: ClusterConnection
+// (src/cluster_connection.cpp) hands it replies, errors and times, and carries out what it returns.
 // Unit-tested in tests/unit/cluster_router_test.cpp.
 #pragma once
 
@@ -123,7 +123,8 @@ ClusterFailure unserved_failure(std::string_view cluster_address,
 
 // Which requests go to which node: the owner of every slot, from the last CLUSTER SLOTS and the
 // MOVED redirections since, and the masters, in turn, for requests without keys. `Node` is the
-// caller's (ClusterCore's node: an endpoint and its connection); the map holds pointers to them.
+// caller's (ClusterConnection's node: an endpoint and its connection); the map holds pointers to
+// them.
 template <class Node>
 class SlotMap {
  public:

@@ -37,8 +37,8 @@ void ClusterSubscriptions::unwatch(std::uint64_t id) {
 
 void ClusterSubscriptions::reroute() {
   for (auto& [id, watch] : watches_) {
-    const std::shared_ptr<ClientCore> now = owner_of_(watch.slot);
-    const std::shared_ptr<ClientCore> before = watch.node.lock();
+    const std::shared_ptr<ServerConnection> now = owner_of_(watch.slot);
+    const std::shared_ptr<ServerConnection> before = watch.node.lock();
     if (now == before && now)
       continue;
     if (before)
@@ -53,7 +53,7 @@ void ClusterSubscriptions::close() {
 }
 
 void ClusterSubscriptions::place(std::uint64_t id, Watch& watch) {
-  const std::shared_ptr<ClientCore> owner = closed_ ? nullptr : owner_of_(watch.slot);
+  const std::shared_ptr<ServerConnection> owner = closed_ ? nullptr : owner_of_(watch.slot);
   watch.node = owner;
   watch.node_watch = 0;
   if (!owner) {

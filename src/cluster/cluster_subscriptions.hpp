@@ -13,15 +13,15 @@
 #include <memory>
 #include <string>
 
-#include "client_core.hpp"
 #include "leasehold/detail/notifications.hpp"
+#include "server_connection.hpp"
 
 namespace leasehold::detail {
 
 class ClusterSubscriptions final : public Notifications,
                                    public std::enable_shared_from_this<ClusterSubscriptions> {
  public:
-  using OwnerOf = std::function<std::shared_ptr<ClientCore>(std::uint16_t slot)>;
+  using OwnerOf = std::function<std::shared_ptr<ServerConnection>(std::uint16_t slot)>;
   ClusterSubscriptions(ConnectionStrand strand, OwnerOf owner_of,
                        std::function<void()> refresh_soon);
 
@@ -37,7 +37,7 @@ class ClusterSubscriptions final : public Notifications,
     std::string channel;
     std::uint16_t slot;
     std::shared_ptr<ChannelListener> listener;
-    std::weak_ptr<ClientCore> node;  // where it is watched now (none: no owner known)
+    std::weak_ptr<ServerConnection> node;  // where it is watched now (none: no owner known)
     std::uint64_t node_watch = 0;
   };
   void place(std::uint64_t id, Watch& watch);

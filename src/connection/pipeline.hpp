@@ -1,6 +1,6 @@
 // The calls of one connection, from queued to answered, without any I/O: it takes calls, the
 // bytes the socket took, replies and the time, and says what to write and when to be woken. The
-// connection's loop (ClientCore) does the reading, writing and waiting.
+// connection's loop (ServerConnection) does the reading, writing and waiting.
 //
 // Calls queue in `waiting_`, move to `in_flight_` when their bytes are handed out for writing,
 // and leave it when their last reply arrives. Every call gets the same timeout, so deadlines grow

@@ -23,7 +23,7 @@ const std::string* push_channel(const Reply& reply, std::string_view kind) {
 }  // namespace
 
 Subscriber::Subscriber(ConnectionStrand strand, RedisUrl url, ClientOptions options,
-                       ClientCore::TlsContext tls)
+                       ServerConnection::TlsContext tls)
     : strand_(std::move(strand)),
       url_(std::move(url)),
       options_(std::move(options)),
@@ -63,7 +63,7 @@ void Subscriber::close() {
 }
 
 void Subscriber::start() {
-  core_ = std::make_shared<ClientCore>(strand_, url_, options_, tls_);
+  core_ = std::make_shared<ServerConnection>(strand_, url_, options_, tls_);
   core_->set_push_sink(this);
   core_->set_connection_observer([weak = weak_from_this()](bool connected) {
     const auto self = weak.lock();

@@ -7,9 +7,9 @@
 
 #include <memory>
 
-#include "client_core.hpp"
 #include "leasehold/detail/notifications.hpp"
 #include "pipeline.hpp"
+#include "server_connection.hpp"
 #include "subscription_set.hpp"
 
 namespace leasehold::detail {
@@ -19,7 +19,7 @@ class Subscriber final : public Notifications,
                          private PushSink {
  public:
   Subscriber(ConnectionStrand strand, RedisUrl url, ClientOptions options,
-             ClientCore::TlsContext tls);
+             ServerConnection::TlsContext tls);
 
   std::uint64_t watch(std::string channel, ChannelListener listener) override;
   void unwatch(std::uint64_t id) override;
@@ -38,8 +38,8 @@ class Subscriber final : public Notifications,
   ConnectionStrand strand_;
   RedisUrl url_;
   ClientOptions options_;
-  ClientCore::TlsContext tls_;
-  std::shared_ptr<ClientCore> core_;  // made at the first watch
+  ServerConnection::TlsContext tls_;
+  std::shared_ptr<ServerConnection> core_;  // made at the first watch
   SubscriptionSet set_;
   bool closed_ = false;
 };

@@ -1,5 +1,6 @@
-// What a Client runs its calls on: one connection (ClientCore) or a Redis Cluster (ClusterCore).
-// Operations (client.hpp) are handed to submit() and completed on the transport's strand.
+// What a Client runs its calls on: one connection (ServerConnection) or a Redis Cluster
+// (ClusterConnection). Operations (client.hpp) are handed to submit() and completed on the
+// transport's strand.
 #pragma once
 
 #include <asio/any_io_executor.hpp>

@@ -39,13 +39,14 @@
 #include "leasehold/options.hpp"
 #include "leasehold/url.hpp"
 #include "pipeline.hpp"
+#include "reconnect_schedule.hpp"
 #include "transport.hpp"
 
 namespace leasehold::detail {
 
 class Subscriber;
 
-class ClientCore final : public TransportBase, private PipelineSink {
+class ServerConnection final : public TransportBase, private PipelineSink {
  public:
   using Strand = ConnectionStrand;
   // The loops and the I/O objects are typed on the strand itself rather than on any_io_executor:
@@ -59,10 +60,10 @@ class ClientCore final : public TransportBase, private PipelineSink {
   using TlsContext = std::shared_ptr<asio::ssl::context>;
 
   // `tls` (from make_tls_context) for a rediss:// URL, null otherwise.
-  ClientCore(asio::io_context::executor_type executor, RedisUrl url, ClientOptions options,
-             TlsContext tls = nullptr);
+  ServerConnection(asio::io_context::executor_type executor, RedisUrl url, ClientOptions options,
+                   TlsContext tls = nullptr);
   // On a given strand: a cluster runs all its connections on its own strand.
-  ClientCore(Strand strand, RedisUrl url, ClientOptions options, TlsContext tls = nullptr);
+  ServerConnection(Strand strand, RedisUrl url, ClientOptions options, TlsContext tls = nullptr);
 
   // Starts the connect/reconnect loop. Call once, right after construction.
   void start();
@@ -89,8 +90,8 @@ class ClientCore final : public TransportBase, private PipelineSink {
   }
 
  private:
-  std::shared_ptr<ClientCore> self() {
-    return std::static_pointer_cast<ClientCore>(shared_from_this());
+  std::shared_ptr<ServerConnection> self() {
+    return std::static_pointer_cast<ServerConnection>(shared_from_this());
   }
   std::unique_ptr<Operation> prepare(std::unique_ptr<Operation> operation) override;
   void accept(std::unique_ptr<Operation> operation) override;
@@ -125,7 +126,6 @@ class ClientCore final : public TransportBase, private PipelineSink {
   // Moves the expiry timer earlier when the pipeline wants to be woken before it fires.
   void arm_expiry();
   void fail_everything(const Failure& failure);
-  std::chrono::milliseconds next_backoff(std::chrono::milliseconds current);
 
   Socket socket_;
   const TlsContext tls_context_;
@@ -145,10 +145,9 @@ class ClientCore final : public TransportBase, private PipelineSink {
   bool writer_waiting_ = false;  // the writer coroutine waits on writer_wakeup_
   bool delivering_ = false;      // the read loop hands out replies; it sends what they cause
   Failure silence_;  // why the connection was replaced for its silence, for the read that fails
-  bool eviction_policy_checked_ = false;
   UniqueFunction<void(bool)> connection_observer_;
   std::shared_ptr<Subscriber> subscriber_;  // once per client, on its first connection
-  std::minstd_rand jitter_;
+  ReconnectSchedule reconnect_;
 };
 
 }  // namespace leasehold::detail

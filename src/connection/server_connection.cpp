@@ -1,4 +1,4 @@
-#include "client_core.hpp"
+#include "server_connection.hpp"
 
 #include <asio/co_spawn.hpp>
 #include <asio/connect.hpp>
@@ -20,7 +20,7 @@
 namespace leasehold::detail {
 namespace {
 
-constexpr asio::use_awaitable_t<ClientCore::Strand> use_awaitable;
+constexpr asio::use_awaitable_t<ServerConnection::Strand> use_awaitable;
 using namespace asio_compat::awaitable_operators;
 
 constexpr std::size_t kReadChunk = 64 * 1024;
@@ -33,12 +33,13 @@ void rethrow_unexpected(std::exception_ptr error) {
 
 }  // namespace
 
-ClientCore::ClientCore(asio::io_context::executor_type executor, RedisUrl url,
-                       ClientOptions options, TlsContext tls)
-    : ClientCore(asio::make_strand(std::move(executor)), std::move(url), std::move(options),
-                 std::move(tls)) {}
+ServerConnection::ServerConnection(asio::io_context::executor_type executor, RedisUrl url,
+                                   ClientOptions options, TlsContext tls)
+    : ServerConnection(asio::make_strand(std::move(executor)), std::move(url), std::move(options),
+                       std::move(tls)) {}
 
-ClientCore::ClientCore(Strand strand, RedisUrl url, ClientOptions options, TlsContext tls)
+ServerConnection::ServerConnection(Strand strand, RedisUrl url, ClientOptions options,
+                                   TlsContext tls)
     : TransportBase(std::move(strand), std::move(url), std::move(options)),
       socket_(strand_),
       tls_context_(std::move(tls)),
@@ -48,14 +49,15 @@ ClientCore::ClientCore(Strand strand, RedisUrl url, ClientOptions options, TlsCo
       read_chain_end_(strand_, Clock::time_point::max()),
       read_buffer_(kReadChunk),
       pipeline_(*this, url_.address(), options_.command_timeout),
-      jitter_(std::random_device{}()) {}
+      reconnect_(options_.reconnect_delay_min, options_.reconnect_delay_max,
+                 std::random_device{}()) {}
 
-void ClientCore::start() {
+void ServerConnection::start() {
   asio::co_spawn(strand_, run(), rethrow_unexpected);
   asio::co_spawn(strand_, expire_loop(), rethrow_unexpected);
 }
 
-std::unique_ptr<Operation> ClientCore::prepare(std::unique_ptr<Operation> operation) {
+std::unique_ptr<Operation> ServerConnection::prepare(std::unique_ptr<Operation> operation) {
   if (options_.replica_acks > 0 && grants_leases(*operation)) {
     operation = with_replica_acks(std::move(operation), options_.replica_acks,
                                   options_.replica_ack_timeout);
@@ -63,7 +65,7 @@ std::unique_ptr<Operation> ClientCore::prepare(std::unique_ptr<Operation> operat
   return operation;
 }
 
-void ClientCore::accept(std::unique_ptr<Operation> operation) {
+void ServerConnection::accept(std::unique_ptr<Operation> operation) {
   const bool idle = pipeline_.idle();
   pipeline_.push(std::move(operation));
   arm_expiry();
@@ -75,13 +77,13 @@ void ClientCore::accept(std::unique_ptr<Operation> operation) {
     wake_writer();  // the writer sends it with whatever else queues until it runs
 }
 
-void ClientCore::cancel(std::uint64_t id, asio::cancellation_type type) {
+void ServerConnection::cancel(std::uint64_t id, asio::cancellation_type type) {
   // A call that leaves the queue may leave the timer armed early: it then fires for nothing.
   if (const std::optional<Pipeline::CancelScope> scope = cancel_scope(type))
     pipeline_.cancel(id, *scope);
 }
 
-void ClientCore::send_waiting() {
+void ServerConnection::send_waiting() {
   const std::string_view bytes = pipeline_.write();
   if (bytes.empty())
     return;  // not yet, or the writer is at work and sends the queue when done
@@ -96,12 +98,12 @@ void ClientCore::send_waiting() {
     wake_writer();
 }
 
-void ClientCore::wake_writer() {
+void ServerConnection::wake_writer() {
   if (writer_waiting_)
     writer_wakeup_.cancel();
 }
 
-Notifications& ClientCore::notifications() {
+Notifications& ServerConnection::notifications() {
   if (!subscriber_) {
     subscriber_ = std::make_shared<Subscriber>(strand_, url_, options_, tls_context_);
     if (!open())
@@ -110,14 +112,14 @@ Notifications& ClientCore::notifications() {
   return *subscriber_;
 }
 
-void ClientCore::shut_down(const Failure& closed) {
+void ServerConnection::shut_down(const Failure& closed) {
   if (subscriber_)
     subscriber_->close();
   stop_io();
   fail_everything(closed);
 }
 
-void ClientCore::stop_io() {
+void ServerConnection::stop_io() {
   std::error_code ignored;
   socket_.close(ignored);
   writer_wakeup_.cancel();
@@ -125,7 +127,7 @@ void ClientCore::stop_io() {
   backoff_timer_.cancel();
 }
 
-void ClientCore::retire() {
+void ServerConnection::retire() {
   if (closed())
     return;
   mark_closed();
@@ -139,23 +141,21 @@ void ClientCore::retire() {
   notify_connect_waiters({make_error_code(errc::closed), "the cluster node left the cluster"});
 }
 
-ClientCore::Awaitable<void> ClientCore::run() {
+ServerConnection::Awaitable<void> ServerConnection::run() {
   auto self = shared_from_this();  // keeps the state alive for as long as the loop runs
-  auto backoff = options_.reconnect_delay_min;
   while (!closed()) {
     Failure failure = co_await connect_once();
     if (closed())
       break;
+    std::chrono::milliseconds delay{0};
     if (!failure.error) {
       pipeline_.on_connected(Clock::now());
-      backoff = options_.reconnect_delay_min;
+      const bool first_connection = reconnect_.on_connected();
       notify_connect_waiters({});
       if (connection_observer_)
         connection_observer_(true);
-      if (options_.warn_on_eviction_policy && !eviction_policy_checked_) {
-        eviction_policy_checked_ = true;
+      if (first_connection && options_.warn_on_eviction_policy)
         submit(eviction_policy_check(url_.address()));
-      }
       Failure read_failure;
       Failure write_failure;
       co_await (read_loop(read_failure) || write_loop(write_failure));
@@ -170,31 +170,26 @@ ClientCore::Awaitable<void> ClientCore::run() {
                    ReconnectEvent{server, lost.error});
       if (connection_observer_)
         connection_observer_(false);
+      delay = reconnect_.on_lost();
     } else {
       notify_connect_waiters(failure);
-      if (failure.error == condition::fatal) {
+      const std::optional<std::chrono::milliseconds> next = reconnect_.on_attempt_failed(failure);
+      if (!next) {
         set_fatal(failure);
         fail_everything(failure);
         break;
       }
+      delay = *next;
     }
-    backoff_timer_.expires_after(backoff);
+    backoff_timer_.expires_after(delay);
     std::error_code ignored;
     co_await backoff_timer_.async_wait(asio::redirect_error(use_awaitable, ignored));
-    backoff = next_backoff(backoff);
   }
   std::error_code ignored;
   socket_.close(ignored);
 }
 
-std::chrono::milliseconds ClientCore::next_backoff(std::chrono::milliseconds current) {
-  // Double, capped, with up to 25% jitter so that many clients do not reconnect in lockstep.
-  const auto doubled = std::min(current * 2, options_.reconnect_delay_max);
-  const auto spread = std::max<std::int64_t>(1, doubled.count() / 4);
-  return doubled - std::chrono::milliseconds(static_cast<std::int64_t>(jitter_() % spread));
-}
-
-ClientCore::Awaitable<Failure> ClientCore::connect_once() {
+ServerConnection::Awaitable<Failure> ServerConnection::connect_once() {
   reader_ = std::make_unique<codec::ReplyReader>();
   std::error_code ec;
   socket_.close(ec);
@@ -283,7 +278,7 @@ ClientCore::Awaitable<Failure> ClientCore::connect_once() {
   co_return finish(std::move(failure));
 }
 
-std::string ClientCore::connect_timeout_detail() const {
+std::string ServerConnection::connect_timeout_detail() const {
   std::string detail = "connecting to Redis at " + url_.address() + " took longer than " +
                        std::to_string(options_.connect_timeout.count()) + " ms";
   // A plain Redis port waits for the end of a command line that a TLS hello never sends.
@@ -292,7 +287,7 @@ std::string ClientCore::connect_timeout_detail() const {
   return detail;
 }
 
-ClientCore::Awaitable<Failure> ClientCore::tls_handshake() {
+ServerConnection::Awaitable<Failure> ServerConnection::tls_handshake() {
   tls_.emplace(socket_, *tls_context_);
   const std::string& name = options_.tls.server_name.empty() ? url_.host : options_.tls.server_name;
   if (!expect_server_name(tls_->native_handle(), name)) {
@@ -317,7 +312,7 @@ ClientCore::Awaitable<Failure> ClientCore::tls_handshake() {
                     "the TLS handshake with Redis at " + url_.address() + " failed: " + why};
 }
 
-ClientCore::Awaitable<Failure> ClientCore::handshake() {
+ServerConnection::Awaitable<Failure> ServerConnection::handshake() {
   Handshake handshake(url_, options_.client_name);
   std::error_code ec;
   const std::string_view request = handshake.request();
@@ -346,7 +341,7 @@ ClientCore::Awaitable<Failure> ClientCore::handshake() {
                              !options_.tls.cert_file.empty());
 }
 
-ClientCore::Awaitable<void> ClientCore::read_loop(Failure& failure) {
+ServerConnection::Awaitable<void> ServerConnection::read_loop(Failure& failure) {
   if (!tls_) {
     read_chain_ended_ = false;
     read_chain_end_.expires_at(Clock::time_point::max());
@@ -375,7 +370,7 @@ ClientCore::Awaitable<void> ClientCore::read_loop(Failure& failure) {
   }
 }
 
-void ClientCore::start_read() {
+void ServerConnection::start_read() {
   // No associated executor: the handler runs on the socket's, the strand.
   socket_.async_read_some(asio::buffer(read_buffer_),
                           [self = self(), chain = read_chain_](std::error_code ec, std::size_t n) {
@@ -383,7 +378,7 @@ void ClientCore::start_read() {
                           });
 }
 
-void ClientCore::on_read(std::error_code ec, std::size_t size, std::uint64_t chain) {
+void ServerConnection::on_read(std::error_code ec, std::size_t size, std::uint64_t chain) {
   if (chain != read_chain_)
     return;  // read_loop has ended; so has this connection
   Failure failure;
@@ -398,7 +393,7 @@ void ClientCore::on_read(std::error_code ec, std::size_t size, std::uint64_t cha
   read_chain_end_.cancel();
 }
 
-Failure ClientCore::lost_while_reading(std::error_code ec) {
+Failure ServerConnection::lost_while_reading(std::error_code ec) {
   if (silence_.error)  // the socket was closed because the server fell silent
     return std::exchange(silence_, Failure{});
   return {make_error_code(errc::connection_lost),
@@ -407,7 +402,7 @@ Failure ClientCore::lost_while_reading(std::error_code ec) {
               ") with the call in flight; it may or may not have run"};
 }
 
-bool ClientCore::handle_read(std::size_t size, Failure& failure) {
+bool ServerConnection::handle_read(std::size_t size, Failure& failure) {
   pipeline_.on_read(Clock::now());
   reader_->feed(read_buffer_.data(), size);
   // The replies resume callers, whose next calls queue in the pipeline. They are sent as the
@@ -437,7 +432,7 @@ bool ClientCore::handle_read(std::size_t size, Failure& failure) {
   return true;
 }
 
-ClientCore::Awaitable<void> ClientCore::write_loop(Failure& failure) {
+ServerConnection::Awaitable<void> ServerConnection::write_loop(Failure& failure) {
   for (;;) {
     if (pipeline_.unsent().empty())
       send_waiting();  // calls queued while connecting, or since the writer was woken
@@ -471,7 +466,7 @@ ClientCore::Awaitable<void> ClientCore::write_loop(Failure& failure) {
   }
 }
 
-ClientCore::Awaitable<void> ClientCore::expire_loop() {
+ServerConnection::Awaitable<void> ServerConnection::expire_loop() {
   auto self = shared_from_this();
   while (!closed()) {
     std::error_code ignored;
@@ -482,7 +477,7 @@ ClientCore::Awaitable<void> ClientCore::expire_loop() {
   }
 }
 
-void ClientCore::on_time() {
+void ServerConnection::on_time() {
   if (std::optional<Failure> silence = pipeline_.on_time(Clock::now())) {
     // Replaced: the read in progress fails, and the calls in flight are handled as after any
     // lost connection.
@@ -494,12 +489,12 @@ void ClientCore::on_time() {
     expiry_timer_.expires_at(pipeline_.wake_at());
 }
 
-void ClientCore::arm_expiry() {
+void ServerConnection::arm_expiry() {
   if (pipeline_.wake_at() < expiry_timer_.expiry())
     expiry_timer_.expires_at(pipeline_.wake_at());
 }
 
-void ClientCore::fail_everything(const Failure& failure) {
+void ServerConnection::fail_everything(const Failure& failure) {
   pipeline_.fail_all(failure);
   notify_connect_waiters(failure);
 }

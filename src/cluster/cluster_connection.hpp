@@ -1,4 +1,4 @@
-// A Redis Cluster as one transport: one pipelined connection (a ClientCore) per master, every
+// A Redis Cluster as one transport: one pipelined connection (a ServerConnection) per master, every
 // call routed by the hash slot of its keys.
 //
 // All state, and every node's connection, lives on one strand, so routing needs no locks and a
@@ -22,19 +22,19 @@
 #include <vector>
 #include "leasehold/detail/timer.hpp"
 
-#include "client_core.hpp"
 #include "cluster_router.hpp"
 #include "cluster_subscriptions.hpp"
+#include "server_connection.hpp"
 #include "transport.hpp"
 
 namespace leasehold::detail {
 
-class ClusterCore final : public TransportBase {
+class ClusterConnection final : public TransportBase {
  public:
   // `tls` (from make_tls_context) for a rediss-cluster:// URL, null otherwise; every node's
   // connection uses it.
-  ClusterCore(asio::io_context::executor_type executor, RedisUrl url, ClientOptions options,
-              ClientCore::TlsContext tls = nullptr);
+  ClusterConnection(asio::io_context::executor_type executor, RedisUrl url, ClientOptions options,
+                    ServerConnection::TlsContext tls = nullptr);
 
   void start();
 
@@ -44,14 +44,14 @@ class ClusterCore final : public TransportBase {
  private:
   struct Node {
     RedisUrl::Endpoint endpoint;
-    std::shared_ptr<ClientCore> core;
+    std::shared_ptr<ServerConnection> core;
   };
   struct Call;
   class RouterOperation;
   using CallPtr = std::shared_ptr<Call>;
 
-  std::shared_ptr<ClusterCore> self() {
-    return std::static_pointer_cast<ClusterCore>(shared_from_this());
+  std::shared_ptr<ClusterConnection> self() {
+    return std::static_pointer_cast<ClusterConnection>(shared_from_this());
   }
   void accept(std::unique_ptr<Operation> operation) override;
   void cancel(std::uint64_t id, asio::cancellation_type type) override;
@@ -81,7 +81,7 @@ class ClusterCore final : public TransportBase {
   void fail_everything(const Failure& failure);
   asio::awaitable<void> refresh_loop();
 
-  const ClientCore::TlsContext tls_;
+  const ServerConnection::TlsContext tls_;
   std::shared_ptr<ClusterSubscriptions> subscriptions_;  // made at the first watch
 
   std::map<std::string, Node> nodes_;  // by address; masters, and seeds being asked

@@ -1,4 +1,4 @@
-#include "cluster_core.hpp"
+#include "cluster_connection.hpp"
 
 #include <algorithm>
 #include <asio/co_spawn.hpp>
@@ -24,7 +24,7 @@ std::vector<std::size_t> all_indices(std::size_t count) {
 
 }  // namespace
 
-struct ClusterCore::Call {
+struct ClusterConnection::Call {
   std::unique_ptr<Operation> operation;  // the caller's
   std::vector<Request::Keys> keys;       // per request: what routes it (COMMAND GETKEYS may fill)
   std::vector<std::uint16_t> slots;
@@ -41,7 +41,7 @@ struct ClusterCore::Call {
 
 // An operation of the router's own (a part of a call for one node, CLUSTER SLOTS, COMMAND
 // GETKEYS): its requests, and a function that gets its replies.
-class ClusterCore::RouterOperation final : public Operation {
+class ClusterConnection::RouterOperation final : public Operation {
  public:
   using Done = UniqueFunction<void(std::error_code, std::string, std::vector<Reply>)>;
 
@@ -64,19 +64,19 @@ class ClusterCore::RouterOperation final : public Operation {
   Done done_;
 };
 
-ClusterCore::ClusterCore(asio::io_context::executor_type executor, RedisUrl url,
-                         ClientOptions options, ClientCore::TlsContext tls)
+ClusterConnection::ClusterConnection(asio::io_context::executor_type executor, RedisUrl url,
+                                     ClientOptions options, ServerConnection::TlsContext tls)
     : TransportBase(asio::make_strand(std::move(executor)), std::move(url), std::move(options)),
       tls_(std::move(tls)),
       parked_timer_(strand_, Clock::time_point::max()),
       refresh_timer_(strand_),
       refresh_soon_timer_(strand_) {}
 
-void ClusterCore::start() {
+void ClusterConnection::start() {
   asio::co_spawn(strand_, refresh_loop(), asio::detached);
 }
 
-asio::awaitable<void> ClusterCore::refresh_loop() {
+asio::awaitable<void> ClusterConnection::refresh_loop() {
   auto self = shared_from_this();
   refresh();
   while (open()) {
@@ -89,7 +89,7 @@ asio::awaitable<void> ClusterCore::refresh_loop() {
   }
 }
 
-void ClusterCore::accept(std::unique_ptr<Operation> operation) {
+void ClusterConnection::accept(std::unique_ptr<Operation> operation) {
   auto call = std::make_shared<Call>();
   const std::size_t count = operation->requests().size();
   call->operation = std::move(operation);
@@ -115,7 +115,7 @@ void ClusterCore::accept(std::unique_ptr<Operation> operation) {
 
 // Commands whose builder did not declare their keys (raw Commands): the server says which of
 // the arguments are keys.
-void ClusterCore::resolve_unknown_keys(const CallPtr& call) {
+void ClusterConnection::resolve_unknown_keys(const CallPtr& call) {
   Node* master = slots_.next_master();
   if (master == nullptr) {
     park(call, {});
@@ -147,7 +147,7 @@ void ClusterCore::resolve_unknown_keys(const CallPtr& call) {
   master->core->submit(std::move(lookup));
 }
 
-void ClusterCore::cancel(std::uint64_t id, asio::cancellation_type type) {
+void ClusterConnection::cancel(std::uint64_t id, asio::cancellation_type type) {
   const auto it = cancellable_.find(id);
   if (it == cancellable_.end())
     return;
@@ -164,7 +164,7 @@ void ClusterCore::cancel(std::uint64_t id, asio::cancellation_type type) {
                   : "the call was cancelled before it was sent");
 }
 
-void ClusterCore::route(const CallPtr& call, std::vector<std::size_t> indices) {
+void ClusterConnection::route(const CallPtr& call, std::vector<std::size_t> indices) {
   if (call->done)
     return;
   SlotMap<Node>::Plan plan = slots_.plan(call->keys, call->slots, indices);
@@ -181,14 +181,14 @@ void ClusterCore::route(const CallPtr& call, std::vector<std::size_t> indices) {
 }
 
 // No node serves the slot (yet): wait for the next slot map, up to the call's deadline.
-void ClusterCore::park(const CallPtr& call, std::vector<std::size_t> indices) {
+void ClusterConnection::park(const CallPtr& call, std::vector<std::size_t> indices) {
   parked_.emplace_back(call, std::move(indices));
   arm_parked_timer();
   refresh_soon();
 }
 
-void ClusterCore::send(const CallPtr& call, Node& node, std::vector<std::size_t> indices,
-                       bool asking) {
+void ClusterConnection::send(const CallPtr& call, Node& node, std::vector<std::size_t> indices,
+                             bool asking) {
   std::vector<Request> requests;
   requests.reserve(indices.size() + (asking ? 1 : 0));
   if (asking)
@@ -205,9 +205,10 @@ void ClusterCore::send(const CallPtr& call, Node& node, std::vector<std::size_t>
       }));
 }
 
-void ClusterCore::on_replies(const CallPtr& call, const std::string& address,
-                             std::vector<std::size_t> indices, bool asking, std::error_code ec,
-                             std::string detail, std::vector<Reply> replies) {
+void ClusterConnection::on_replies(const CallPtr& call, const std::string& address,
+                                   std::vector<std::size_t> indices, bool asking,
+                                   std::error_code ec, std::string detail,
+                                   std::vector<Reply> replies) {
   if (call->done)
     return;
   if (ec) {
@@ -264,8 +265,8 @@ void ClusterCore::on_replies(const CallPtr& call, const std::string& address,
   finish_if_done(call);
 }
 
-void ClusterCore::retry_later(const CallPtr& call, std::size_t index,
-                              std::chrono::milliseconds delay) {
+void ClusterConnection::retry_later(const CallPtr& call, std::size_t index,
+                                    std::chrono::milliseconds delay) {
   auto timer = std::make_shared<Timer>(strand_, delay);
   timer->async_wait([self = self(), call, index, timer](std::error_code) {
     if (self->closed()) {
@@ -276,7 +277,7 @@ void ClusterCore::retry_later(const CallPtr& call, std::size_t index,
   });
 }
 
-void ClusterCore::fail(const CallPtr& call, std::error_code ec, std::string detail) {
+void ClusterConnection::fail(const CallPtr& call, std::error_code ec, std::string detail) {
   if (call->done)
     return;
   call->done = true;
@@ -285,7 +286,7 @@ void ClusterCore::fail(const CallPtr& call, std::error_code ec, std::string deta
   call->operation->complete(*this, ec, std::move(detail));
 }
 
-void ClusterCore::finish_if_done(const CallPtr& call) {
+void ClusterConnection::finish_if_done(const CallPtr& call) {
   if (call->done || call->unanswered > 0)
     return;
   call->done = true;
@@ -296,18 +297,18 @@ void ClusterCore::finish_if_done(const CallPtr& call) {
   call->operation->complete(*this, {}, {});
 }
 
-ClusterCore::Node& ClusterCore::node_at(const RedisUrl::Endpoint& endpoint) {
+ClusterConnection::Node& ClusterConnection::node_at(const RedisUrl::Endpoint& endpoint) {
   const std::string address = endpoint.address();
   auto it = nodes_.find(address);
   if (it == nodes_.end()) {
-    auto core = std::make_shared<ClientCore>(strand_, url_.node(endpoint), options_, tls_);
+    auto core = std::make_shared<ServerConnection>(strand_, url_.node(endpoint), options_, tls_);
     core->start();
     it = nodes_.emplace(address, Node{endpoint, std::move(core)}).first;
   }
   return it->second;
 }
 
-void ClusterCore::refresh_soon() {
+void ClusterConnection::refresh_soon() {
   if (!open())
     return;
   if (refreshing_) {
@@ -324,7 +325,7 @@ void ClusterCore::refresh_soon() {
   });
 }
 
-void ClusterCore::refresh() {
+void ClusterConnection::refresh() {
   if (!open())
     return;
   if (refreshing_) {
@@ -353,8 +354,9 @@ void ClusterCore::refresh() {
   }
 }
 
-void ClusterCore::on_slots(std::uint64_t generation, const RedisUrl::Endpoint& asked,
-                           std::error_code ec, std::string detail, std::vector<Reply> replies) {
+void ClusterConnection::on_slots(std::uint64_t generation, const RedisUrl::Endpoint& asked,
+                                 std::error_code ec, std::string detail,
+                                 std::vector<Reply> replies) {
   if (generation != refresh_generation_ || !refreshing_ || closed())
     return;
   --refresh_pending_;
@@ -378,7 +380,7 @@ void ClusterCore::on_slots(std::uint64_t generation, const RedisUrl::Endpoint& a
   }
 }
 
-void ClusterCore::apply_slots(const std::vector<SlotRange>& ranges) {
+void ClusterConnection::apply_slots(const std::vector<SlotRange>& ranges) {
   slots_.assign(ranges,
                 [this](const RedisUrl::Endpoint& master) -> Node& { return node_at(master); });
   has_slot_map_ = true;
@@ -387,7 +389,7 @@ void ClusterCore::apply_slots(const std::vector<SlotRange>& ranges) {
 
   // Nodes that serve no slot (a failed master, a seed that is a replica) are retired; what they
   // hold goes to the new owners.
-  std::vector<std::shared_ptr<ClientCore>> retired;
+  std::vector<std::shared_ptr<ServerConnection>> retired;
   for (auto it = nodes_.begin(); it != nodes_.end();) {
     if (!slots_.is_master(&it->second)) {
       retired.push_back(std::move(it->second.core));
@@ -408,13 +410,13 @@ void ClusterCore::apply_slots(const std::vector<SlotRange>& ranges) {
   }
 }
 
-void ClusterCore::refresh_failed(Failure failure) {
+void ClusterConnection::refresh_failed(Failure failure) {
   last_refresh_failure_ = std::move(failure);
   notify_connect_waiters(last_refresh_failure_);
   refresh_soon();
 }
 
-void ClusterCore::route_parked() {
+void ClusterConnection::route_parked() {
   auto parked = std::move(parked_);
   parked_.clear();
   for (auto& [call, indices] : parked) {
@@ -428,7 +430,7 @@ void ClusterCore::route_parked() {
   arm_parked_timer();
 }
 
-void ClusterCore::arm_parked_timer() {
+void ClusterConnection::arm_parked_timer() {
   Clock::time_point next = Clock::time_point::max();
   for (const auto& entry : parked_)
     next = std::min(next, entry.first->deadline);
@@ -441,7 +443,7 @@ void ClusterCore::arm_parked_timer() {
   });
 }
 
-void ClusterCore::expire_parked() {
+void ClusterConnection::expire_parked() {
   const Clock::time_point now = Clock::now();
   decltype(parked_) keep;
   for (auto& entry : parked_) {
@@ -461,7 +463,7 @@ void ClusterCore::expire_parked() {
   arm_parked_timer();
 }
 
-void ClusterCore::notify_connect_waiters(const Failure& failure) {
+void ClusterConnection::notify_connect_waiters(const Failure& failure) {
   auto waiters = take_connect_waiters();
   if (failure.error) {
     for (auto& waiter : waiters)
@@ -478,7 +480,7 @@ void ClusterCore::notify_connect_waiters(const Failure& failure) {
   };
   auto pending = std::make_shared<Pending>();
   pending->waiters = std::move(waiters);
-  std::vector<std::shared_ptr<ClientCore>> cores;
+  std::vector<std::shared_ptr<ServerConnection>> cores;
   for (const Node* master : slots_.masters())
     cores.push_back(master->core);
   pending->remaining = cores.size();
@@ -500,7 +502,7 @@ void ClusterCore::notify_connect_waiters(const Failure& failure) {
   }
 }
 
-void ClusterCore::fail_everything(const Failure& failure) {
+void ClusterConnection::fail_everything(const Failure& failure) {
   auto parked = std::move(parked_);
   parked_.clear();
   for (auto& entry : parked)
@@ -515,11 +517,11 @@ void ClusterCore::fail_everything(const Failure& failure) {
   refresh_soon_timer_.cancel();
 }
 
-Notifications& ClusterCore::notifications() {
+Notifications& ClusterConnection::notifications() {
   if (!subscriptions_) {
     subscriptions_ = std::make_shared<ClusterSubscriptions>(
         strand_,
-        [this](std::uint16_t slot) -> std::shared_ptr<ClientCore> {
+        [this](std::uint16_t slot) -> std::shared_ptr<ServerConnection> {
           Node* node = slots_.owner(slot);
           return node != nullptr ? node->core : nullptr;
         },
@@ -530,7 +532,7 @@ Notifications& ClusterCore::notifications() {
   return *subscriptions_;
 }
 
-void ClusterCore::shut_down(const Failure& closed) {
+void ClusterConnection::shut_down(const Failure& closed) {
   if (subscriptions_)
     subscriptions_->close();
   fail_everything(closed);
