@@ -38,6 +38,12 @@ using testing::RedisServer;
 
 using testing::read_file;
 
+// A command that ends when `path` exists, or after 30 s: a test that fails before it creates the
+// file leaves no command polling for ever (a killed leasehold's command is in its own group).
+std::string until_exists(const std::string& path) {
+  return "i=0; while [ ! -e " + path + " ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done";
+}
+
 // One run of the leasehold binary.
 class Cli : public testing::ChildProcess {
  public:
@@ -141,8 +147,7 @@ TEST_F(CliTest, WaitingRunsGoInTheOrderTheyStartedEachSoonAfterThePreviousEnds) 
   const std::string queue = writer_key() + ":queue";
   // The holder holds until every waiter has queued (its child waits for the file `go`).
   const std::string go = file(".go");
-  auto holder =
-      cli({"run", name_, "--", "sh", "-c", "while [ ! -e " + go + " ]; do sleep 0.01; done"});
+  auto holder = cli({"run", name_, "--", "sh", "-c", until_exists(go)});
   ASSERT_TRUE(eventually([&] { return exists(writer_key()); }));
   constexpr int kWaiters = 5;
   std::deque<Cli> waiters;  // built in place: a Cli copied and destroyed kills its process
@@ -203,8 +208,7 @@ TEST_F(CliTest, WaitingRunsGoInTheOrderTheyStartedEachSoonAfterThePreviousEnds) 
 TEST_F(CliTest, AKilledHeadWaiterDelaysTheNextOneByItsPlaceAtMost) {
   const std::string queue = writer_key() + ":queue";
   const std::string go = file(".go");  // the holder's command ends when it appears
-  auto holder =
-      cli({"run", name_, "--", "sh", "-c", "while [ ! -e " + go + " ]; do sleep 0.01; done"});
+  auto holder = cli({"run", name_, "--", "sh", "-c", until_exists(go)});
   ASSERT_TRUE(eventually([&] { return exists(writer_key()); }));
   auto head = cli({"run", name_, "--", "true"});
   ASSERT_TRUE(eventually([&] { return server_->command({"ZCARD", queue}).integer == 1; }));
