@@ -128,14 +128,14 @@ inline LeaseStatusQuery<RawLock> lease_status(const RawLock&, std::string_view k
 }
 
 // A query yielding std::vector<LeaseInfo>: the leases that hold a name now (lease_status()'s
-// leases alone).
+// leases alone: it reads no queue, fence or count).
 template <class L>
 class Describe {
  public:
   using result_type = std::vector<LeaseInfo>;
   using effect = Read<L>;
 
-  explicit Describe(LeaseStatusQuery<L> status) : status_(std::move(status)) {}
+  explicit Describe(const LeaseStatusQuery<L>& status) : status_(leases_only(status.keys())) {}
 
   Request request() const { return status_.request(); }
   Result<result_type> parse(const Reply& reply, const Timing& timing) const {
@@ -146,6 +146,13 @@ class Describe {
   }
 
  private:
+  static detail::StatusKeys leases_only(detail::StatusKeys keys) {
+    keys.queue.clear();
+    keys.fence.clear();
+    keys.permits.clear();
+    return keys;
+  }
+
   LeaseStatusQuery<L> status_;
 };
 
