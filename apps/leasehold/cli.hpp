@@ -164,7 +164,7 @@ Taken take_lease(const Globals& globals, const TakeOptions& options, Client& red
 struct RunOptions : TakeOptions {
   std::vector<std::string> command;
   std::chrono::milliseconds kill_after{5'000};
-  std::chrono::milliseconds max_time{0};  // the lease's hold budget; zero: none
+  std::chrono::milliseconds max_time{0};  // the command's budget from its start; zero: none
   std::optional<std::string> metrics_file;
 };
 int run(const Globals& globals, const RunOptions& options);
@@ -178,7 +178,7 @@ struct CronOptions {
   bool aligned = false;
   std::optional<long long> ticks;
   std::optional<std::string> metrics_file;
-  std::chrono::milliseconds max_time{0};  // each run's budget; zero: none
+  std::chrono::milliseconds max_time{0};  // each run's budget from its start; zero: none
   std::chrono::milliseconds kill_after{5'000};
 };
 // The default lease for an interval: 10% less, and at least 1 s less (when that stays positive).
@@ -191,7 +191,7 @@ int cron(const Globals& globals, const CronOptions& options);
 enum class TokenFormat { plain, json, env };
 struct AcquireOptions : TakeOptions {
   TokenFormat format = TokenFormat::plain;
-  std::chrono::milliseconds max_time{0};  // hold's budget; zero: none
+  std::chrono::milliseconds max_time{0};  // hold's budget from the take; zero: none
 };
 int acquire(const Globals& globals, const AcquireOptions& options);
 int hold(const Globals& globals, const AcquireOptions& options);

@@ -70,10 +70,11 @@ std::string json_text(const Json& json) {
   return json.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-int status(const Globals& globals, const std::vector<std::string>& names, bool json) {
-  if (names.empty())
-    throw UsageError{"status: give at least one NAME"};
-  Client redis = connect_or_exit(globals);
+namespace {
+
+// Prints the leases of `names`, read in one batch, as `status` shows them; the exit code.
+int print_status(const Globals& globals, Client& redis, const std::vector<std::string>& names,
+                 bool json) {
   try {
     std::ostringstream out;
     Json statuses = Json::array();
@@ -129,6 +130,15 @@ int status(const Globals& globals, const std::vector<std::string>& names, bool j
   } catch (const Error& e) {
     exit_unavailable(e);
   }
+}
+
+}  // namespace
+
+int status(const Globals& globals, const std::vector<std::string>& names, bool json) {
+  if (names.empty())
+    throw UsageError{"status: give at least one NAME"};
+  Client redis = connect_or_exit(globals);
+  return print_status(globals, redis, names, json);
 }
 
 int raw_key_status(const Globals& globals, const std::vector<std::string>& keys, bool json) {
@@ -277,7 +287,7 @@ int list(const Globals& globals, const std::string& pattern, bool json) {
       std::cout << "[]\n";
       return 0;
     }
-    return status(globals, names, json);
+    return print_status(globals, redis, names, json);
   } catch (const Error& e) {
     exit_unavailable(e);
   }
