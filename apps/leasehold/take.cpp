@@ -197,28 +197,16 @@ std::string HeldLease::kind(const TakeOptions& options) const {
 
 Taken take_lease(const Globals& globals, const TakeOptions& options, Client& redis) {
   const Locks locks(globals, options);
-  // The first try is not a wait: its outcome is told here when it is the only one.
-  const Clock::time_point started = Clock::now();
-  const auto tell = [&](AcquireEvent::Outcome outcome, const std::string& key) {
-    if (Observer* observer = redis.options().observer.get())
-      observer->on_acquire(AcquireEvent{key, outcome, Clock::now() - started});
-  };
-  if (auto lease = try_once(globals, options, redis, locks)) {
-    tell(AcquireEvent::Outcome::acquired, lease->key());
+  if (auto lease = try_once(globals, options, redis, locks))
     return Taken{std::move(lease)};
-  }
   const auto holder = [&] { return describe_holders(redis, options, locks); };
   const std::string name = lease_name(options);
   const auto give_up = [&] {
     chat(globals, "'" + name + "' is " + holder() + "; giving up");
     return Taken{.lease = std::nullopt, .exit_code = options.conflict_exit_code};
   };
-  if (options.nonblock || (options.wait && *options.wait <= milliseconds(0))) {
-    tell(AcquireEvent::Outcome::busy, options.raw_key ? *options.raw_key
-                                      : locks.permits ? locks.permits->holders_key(options.name)
-                                                      : locks.run.writer_key(options.name));
+  if (options.nonblock || (options.wait && *options.wait <= milliseconds(0)))
     return give_up();
-  }
   chat(globals, "waiting for '" + name + "': " + holder());
   int signalled = 0;
   if (auto lease = wait_in_turn(globals, options, redis, locks, signalled))

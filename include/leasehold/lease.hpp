@@ -82,7 +82,8 @@ struct LeaseState {
         id(id),
         value(value.empty() ? id.hex() : std::move(value)),
         ttl(ttl),
-        deadline_ns(deadline.time_since_epoch().count()) {}
+        deadline_ns(deadline.time_since_epoch().count()),
+        granted_at(deadline - ttl + lease_margin(ttl)) {}
 
   Clock::time_point deadline() const noexcept {
     return Clock::time_point(Clock::duration(deadline_ns.load(std::memory_order_acquire)));
@@ -108,6 +109,9 @@ struct LeaseState {
   const std::string value;
   const std::chrono::milliseconds ttl;
   std::atomic<Clock::rep> deadline_ns;
+  // When the acquire was handed to the connection (its deadline counts from there); an adopted
+  // lease's, when it was adopted. Set before the state is shared.
+  Clock::time_point granted_at;
   // The fencing number of a fenced acquire (>= 1), 0 for none. Set before the state is shared.
   std::uint64_t fence = 0;
 };

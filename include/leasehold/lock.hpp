@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 
+#include "leasehold/detail/report.hpp"
 #include "leasehold/holder.hpp"
 #include "leasehold/lease.hpp"
 #include "leasehold/query.hpp"
@@ -500,6 +501,11 @@ class TryLock {
     return detail::lock_release_request(key_, value_);
   }
 
+  void report(Observer& observer, const Result<result_type>& outcome,
+              const Timing& timing) const noexcept {
+    detail::report_try(observer, key_, outcome, timing);
+  }
+
  private:
   // Self: const TryLock& (the key is copied into a token) or TryLock (it is moved).
   template <class Self>
@@ -552,6 +558,11 @@ class ReleaseLock {
 
   Result<bool> parse(const Reply& reply, const Timing&) const { return detail::one_or_zero(reply); }
 
+  void report(Observer& observer, const Result<bool>& outcome,
+              const Timing& timing) const noexcept {
+    detail::report_release(observer, *state_, outcome && *outcome, outcome.error(), timing);
+  }
+
  private:
   std::shared_ptr<detail::LeaseState> state_;
 };
@@ -564,7 +575,8 @@ class ExtendLock {
   using result_type = bool;
   using effect = Write<L>;
 
-  explicit ExtendLock(std::shared_ptr<detail::LeaseState> state) : state_(std::move(state)) {}
+  explicit ExtendLock(std::shared_ptr<detail::LeaseState> state)
+      : state_(std::move(state)), deadline_before_(state_->deadline()) {}
 
   Request request() const { return detail::lease_request(*state_, true).retry_safe(); }
 
@@ -579,8 +591,15 @@ class ExtendLock {
     return true;
   }
 
+  void report(Observer& observer, const Result<bool>& outcome,
+              const Timing& timing) const noexcept {
+    detail::report_extension(observer, *state_, deadline_before_, outcome && *outcome,
+                             outcome.error(), timing);
+  }
+
  private:
   std::shared_ptr<detail::LeaseState> state_;
+  Clock::time_point deadline_before_;  // what the lease had before this extension
 };
 
 }  // namespace leasehold

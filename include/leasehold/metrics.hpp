@@ -66,7 +66,7 @@ class Metrics : public Observer {
 
   mutable std::mutex mutex_;
   std::array<std::uint64_t, 4> acquires_{};    // by AcquireEvent::Outcome
-  std::array<std::uint64_t, 2> releases_{};    // by ReleaseEvent::Outcome
+  std::array<std::uint64_t, 3> releases_{};    // by ReleaseEvent::Outcome
   std::array<std::uint64_t, 3> extensions_{};  // by ExtensionEvent::Outcome
   std::array<std::uint64_t, 4> losses_{};      // by LossEvent::Cause
   std::uint64_t reconnects_ = 0;

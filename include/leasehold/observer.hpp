@@ -7,11 +7,11 @@
 //   ...
 //   serve("/metrics", metrics->prometheus_text());
 //
-// Set on a Client (ClientOptions::observer), an observer sees what the library does with that
-// client: waiting acquires (lock_until and its kin, with_lock, Mutex), releases and losses of
-// guarded leases (with_lock, Mutex, LeaseGuard), extensions by keep-alives (while_held too), cron
-// ticks, and reconnects. A query a caller runs itself (try_lock, release) is the caller's to
-// count. Unset, it costs one pointer test at each of those points.
+// Set on a Client (ClientOptions::observer), an observer sees what is done with that client,
+// whoever does it: every acquire (a try_lock and its kin as one try, a wait in turn as one
+// acquire from its start to its outcome), release and extension of a lease (the caller's own, a
+// guard's, a keep-alive's), losses reported by keep-alives, cron ticks, and reconnects. Unset, it
+// costs one pointer test at each of those points.
 //
 // The calls come from the callers' threads and from the client's I/O thread, possibly at once:
 // an observer must be thread-safe, quick (it runs inside the library's own work), and must not
@@ -28,11 +28,12 @@
 
 namespace leasehold {
 
-// An acquire that may wait, as it ended: `waited` from its start to its outcome.
+// An acquire, as it ended: one try (try_lock, try_read, try_write, try_acquire), or a wait in turn
+// (lock_until and its kin, with_lock, Mutex); `waited` from its start to its outcome.
 struct AcquireEvent {
   enum class Outcome {
     acquired,   // the lease is the caller's
-    busy,       // held by another until the wait's deadline (or at the one attempt)
+    busy,       // held by another at the try (or until the wait's deadline)
     failed,     // Redis failed (the caller gets the error)
     cancelled,  // stopped or cancelled by the caller, or the client shut down
   };
@@ -41,17 +42,20 @@ struct AcquireEvent {
   Clock::duration waited;
 };
 
-// A guarded lease that ended: released by its holder, or lost while held (expired, taken over,
-// unreachable until its deadline) and then given up.
+// A lease's release by its token (release(), a guard's end), as Redis answered it.
 struct ReleaseEvent {
-  enum class Outcome { released, lost };
+  enum class Outcome {
+    released,  // it was held, and is free now
+    lost,      // it had run out or was taken over before the release came
+    failed,    // Redis failed or did not answer: the lease ends at its TTL at the latest
+  };
   std::string_view key;
   Outcome outcome;
-  Clock::duration held_for;  // from the guard's start to its end
+  Clock::duration held_for;  // from its acquire to the release's answer
 };
 
-// One extension by a keep-alive: `time_left` is how long the lease had before it, by this
-// process's clock.
+// One extension (extend(), a keep-alive's): `time_left` is how long the lease had when it was
+// sent, by this process's clock.
 struct ExtensionEvent {
   enum class Outcome {
     extended,  // restarted for another TTL

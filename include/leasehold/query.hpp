@@ -18,6 +18,8 @@
 
 namespace leasehold {
 
+class Observer;
+
 // The outcome of one query of a batch: a value, or the error that query alone met.
 template <class T>
 class Result {
@@ -93,11 +95,22 @@ struct Timing {
 // Optionally, `std::optional<Request> on_unknown_outcome() const` gives a request the client sends
 // (without waiting for it) when the call's outcome is unknown (it timed out or the connection was
 // lost after sending): an acquire uses it to release the lease it may have taken.
+// Optionally, `void report(Observer&, const Result<result_type>&, const Timing&) const` tells the
+// client's observer (observer.hpp) what the outcome means, whoever ran the query: acquires,
+// releases and extensions report themselves. It is called after parse(), on the connection's
+// strand, only when the client has an observer, and must not throw.
 template <class Q>
 concept Query = std::default_initializable<typename Q::result_type> &&
     requires(const Q& q, Reply reply, const Timing& timing) {
   { q.request() } -> std::convertible_to<Request>;
   { q.parse(std::move(reply), timing) } -> std::same_as<Result<typename Q::result_type>>;
+};
+
+template <class Q>
+concept ReportsOutcome = requires(const Q& q, Observer& observer,
+                                  const Result<typename Q::result_type>& outcome,
+                                  const Timing& timing) {
+  q.report(observer, outcome, timing);
 };
 
 template <class Q>

@@ -244,6 +244,11 @@ class RwAcquire {
     return lease_request(state, false);
   }
 
+  void report(Observer& observer, const Result<result_type>& outcome,
+              const Timing& timing) const noexcept {
+    report_try(observer, writer_key_, outcome, timing);
+  }
+
  protected:
   Request script_request(const Script& script, std::string_view intent_ttl) const {
     const DecimalDigits ttl(ttl_.count());

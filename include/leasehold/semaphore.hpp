@@ -197,6 +197,11 @@ class TryAcquire {
     return detail::lease_request(state, false);
   }
 
+  void report(Observer& observer, const Result<result_type>& outcome,
+              const Timing& timing) const noexcept {
+    detail::report_try(observer, holders_key_, outcome, timing);
+  }
+
  private:
   std::string holders_key_;
   std::string count_key_;

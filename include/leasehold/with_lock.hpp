@@ -257,12 +257,10 @@ class Locker {
   std::optional<HeldId> register_held(std::shared_ptr<detail::LeaseState> lease,
                                       std::function<void()> on_shutdown);
   void unregister_held(HeldId id);
-  // One attempt at the lock `name`, told to the client's observer. Throws the Redis error.
+  // One attempt at the lock `name` (its query tells the client's observer). Throws the Redis
+  // error.
   std::optional<LockToken<detail::WithLockTag>> try_once(std::string_view name,
                                                          std::chrono::milliseconds ttl);
-  // Tells the client's observer of one attempt's outcome, begun at `started`.
-  void tell_attempt(std::string_view name, AcquireEvent::Outcome outcome,
-                    Clock::time_point started) const noexcept;
   // Waits in turn for the lock `name` until `deadline`: the token, or nothing when the deadline
   // passed, `stop` was requested or the locker shut down. Throws the Redis error.
   std::optional<LockToken<detail::WithLockTag>> wait_in_turn(std::string_view name,

@@ -252,6 +252,10 @@ Clock::time_point connection_now(const Transport& core) noexcept {
   return core.now();
 }
 
+Observer* observer_of(const Transport& core) noexcept {
+  return core.options().observer.get();
+}
+
 }  // namespace detail
 
 void Client::when_connected(detail::UniqueFunction<void(std::error_code, std::string)> callback) {

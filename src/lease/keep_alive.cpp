@@ -103,24 +103,17 @@ class KeepAliveState : public std::enable_shared_from_this<KeepAliveState> {
     });
   }
 
+  // The extension's query tells the client's observer.
   void extend() {
-    const Clock::duration time_left = lease_->deadline() - Clock::now();
     client_.async_process(ExtendLock<void>(lease_),
-                          [self = shared_from_this(), time_left](std::error_code ec, bool held) {
-                            self->on_extended(ec, held, time_left);
+                          [self = shared_from_this()](std::error_code ec, bool held) {
+                            self->on_extended(ec, held);
                           });
   }
 
-  void on_extended(std::error_code ec, bool held, Clock::duration time_left) {
+  void on_extended(std::error_code ec, bool held) {
     if (ended())
       return;
-    using Outcome = ExtensionEvent::Outcome;
-    tell(observer_, &Observer::on_extension,
-         ExtensionEvent{lease_->key,
-                        ec     ? Outcome::failed
-                        : held ? Outcome::extended
-                               : Outcome::refused,
-                        time_left});
     follow(schedule_.extended(ec, held, Clock::now(), lease_->deadline()));
   }
 

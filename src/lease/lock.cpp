@@ -101,8 +101,11 @@ std::shared_ptr<LeaseState> adopted_lease(std::string key, std::string_view valu
     throw bad("it does not start with 32 hex digits");
   }
   validate_ttl(ttl);
-  return std::make_shared<LeaseState>(std::move(key), id, ttl, Clock::now(), kind,
-                                      std::move(second_key), std::string(value));
+  const Clock::time_point now = Clock::now();
+  auto state = std::make_shared<LeaseState>(std::move(key), id, ttl, now, kind,
+                                            std::move(second_key), std::string(value));
+  state->granted_at = now;  // when this process took it over: its grant is another's
+  return state;
 }
 
 Request lease_request(const LeaseState& state, bool extend) {

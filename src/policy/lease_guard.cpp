@@ -27,7 +27,6 @@ struct GuardState {
   }
 
   KeepAlive keep_alive;
-  Clock::time_point started = Clock::now();
   std::stop_source stop;  // requested at the loss or the revocation
   std::atomic<bool> revoked{false};
   std::optional<std::stop_callback<RequestStop>> forward_loss;
@@ -172,14 +171,6 @@ std::shared_ptr<detail::LeaseState> LeaseGuard::end_holding() noexcept {
   state_->keep_alive.stop();
   if (state_->locker != nullptr)
     state_->locker->unregister_held(state_->held_id);
-  // Lost: reported lost, or past its deadline (a loss the keep-alive had yet to report);
-  // revoked: the locker released it.
-  const Clock::time_point now = Clock::now();
-  const bool lost = !state_->revoked && !state_->keep_alive.held(now);
-  detail::tell(client_->options().observer.get(), &Observer::on_release,
-               ReleaseEvent{lease_->key,
-                            lost ? ReleaseEvent::Outcome::lost : ReleaseEvent::Outcome::released,
-                            now - state_->started});
   // Revoked: the locker released it with the others; the moment that release landed, someone
   // else may have taken the lock.
   if (state_->revoked)

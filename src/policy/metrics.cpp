@@ -74,7 +74,7 @@ void append_counter(std::string& out, std::string_view name, std::string_view he
 
 constexpr std::array<std::string_view, 4> kAcquireOutcomes{"acquired", "busy", "failed",
                                                            "cancelled"};
-constexpr std::array<std::string_view, 2> kReleaseOutcomes{"released", "lost"};
+constexpr std::array<std::string_view, 3> kReleaseOutcomes{"released", "lost", "failed"};
 constexpr std::array<std::string_view, 3> kExtensionOutcomes{"extended", "refused", "failed"};
 constexpr std::array<std::string_view, 4> kLossCauses{"expired_or_taken_over", "unreachable",
                                                       "closed", "hold_budget"};
@@ -167,19 +167,20 @@ std::string Metrics::prometheus_text() const {
   std::lock_guard lock(mutex_);
   std::string out;
   append_counter(out, "leasehold_acquires_total",
-                 "Acquires that may wait (with_lock, Mutex, lock_until and its kin), by outcome.",
-                 "outcome", kAcquireOutcomes, acquires_);
+                 "Acquires (a try, or a wait in turn from its start), by outcome.", "outcome",
+                 kAcquireOutcomes, acquires_);
   append_header(out, "leasehold_acquire_wait_seconds", "histogram",
                 "Time from an acquire's start to its outcome.");
   acquire_wait_.render(out, "leasehold_acquire_wait_seconds", "");
   append_counter(out, "leasehold_releases_total",
-                 "Guarded leases ended: released by their holder, or lost while held.", "outcome",
-                 kReleaseOutcomes, releases_);
+                 "Releases of leases by their holders, by outcome.", "outcome", kReleaseOutcomes,
+                 releases_);
   append_header(out, "leasehold_held_seconds", "histogram",
-                "How long guarded leases were held, to their release or loss.");
+                "How long released leases were held, from their acquire to their release.");
   held_.render(out, "leasehold_held_seconds", "");
-  append_counter(out, "leasehold_extensions_total", "Extensions by keep-alives, by outcome.",
-                 "outcome", kExtensionOutcomes, extensions_);
+  append_counter(out, "leasehold_extensions_total",
+                 "Extensions of leases (by keep-alives and callers), by outcome.", "outcome",
+                 kExtensionOutcomes, extensions_);
   append_header(out, "leasehold_extension_time_left_seconds", "histogram",
                 "How long a lease had left when its extension was sent.");
   extension_time_left_.render(out, "leasehold_extension_time_left_seconds", "");

@@ -275,31 +275,7 @@ void Locker::shutdown() noexcept {
 
 std::optional<LockToken<detail::WithLockTag>> Locker::try_once(std::string_view name,
                                                                std::chrono::milliseconds ttl) {
-  const Clock::time_point started = Clock::now();
-  std::optional<LockToken<detail::WithLockTag>> token;
-  try {
-    token = client_.process(try_lock_query(name, ttl));
-  } catch (...) {
-    tell_attempt(name, AcquireEvent::Outcome::failed, started);
-    throw;
-  }
-  tell_attempt(name, token ? AcquireEvent::Outcome::acquired : AcquireEvent::Outcome::busy,
-               started);
-  return token;
-}
-
-void Locker::tell_attempt(std::string_view name, AcquireEvent::Outcome outcome,
-                          Clock::time_point started) const noexcept {
-  Observer* observer = client_.options().observer.get();
-  if (observer == nullptr)
-    return;
-  try {
-    const std::string lock_key = key(name);
-    detail::tell(observer, &Observer::on_acquire,
-                 AcquireEvent{lock_key, outcome, Clock::now() - started});
-  } catch (...) {
-    // Out of memory for the key: the event is not told.
-  }
+  return client_.process(try_lock_query(name, ttl));
 }
 
 std::optional<LockToken<detail::WithLockTag>> Locker::acquire(std::string_view name,
@@ -348,19 +324,7 @@ asio::awaitable<LockToken<detail::WithLockTag>> Locker::async_acquire(std::strin
     co_await stay_pending();
   std::optional<LockToken<detail::WithLockTag>> token;
   if (options.retry_attempts == 0) {
-    const TryLock<detail::WithLockTag> acquire = try_lock_query(name, options.ttl);
-    const Clock::time_point started = Clock::now();
-    try {
-      token = co_await client_.async_process(acquire, asio::use_awaitable);
-    } catch (const std::system_error& e) {
-      tell_attempt(name,
-                   e.code() == asio::error::operation_aborted ? AcquireEvent::Outcome::cancelled
-                                                              : AcquireEvent::Outcome::failed,
-                   started);
-      throw;
-    }
-    tell_attempt(name, token ? AcquireEvent::Outcome::acquired : AcquireEvent::Outcome::busy,
-                 started);
+    token = co_await client_.async_process(try_lock_query(name, options.ttl), asio::use_awaitable);
   } else {
     std::error_code failed;
     token = co_await detail::async_wait_in_turn<LockToken<detail::WithLockTag>>(

@@ -4,6 +4,7 @@
 // same run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <future>
 #include <mutex>
 #include <string>
@@ -30,8 +31,8 @@ class RecordingObserver : public Observer {
            e.waited);
   }
   void on_release(const ReleaseEvent& e) override {
-    record("release " + std::string(e.key) +
-               (e.outcome == ReleaseEvent::Outcome::released ? " released" : " lost"),
+    static constexpr const char* kOutcomes[] = {"released", "lost", "failed"};
+    record("release " + std::string(e.key) + " " + kOutcomes[static_cast<int>(e.outcome)],
            e.held_for);
   }
   void on_extension(const ExtensionEvent& e) override {
@@ -64,6 +65,11 @@ class RecordingObserver : public Observer {
     return std::nullopt;
   }
   bool saw(const std::string& line) const { return find(line).has_value(); }
+  std::size_t count(const std::string& line) const {
+    std::lock_guard lock(mutex_);
+    return static_cast<std::size_t>(std::count_if(events_.begin(), events_.end(),
+                                                  [&](const auto& e) { return e.first == line; }));
+  }
   std::string all() const {
     std::lock_guard lock(mutex_);
     std::string out;
@@ -153,6 +159,60 @@ TEST_F(ObserverTest, SeesALossWithItsCauseAndTheLostRelease) {
   EXPECT_TRUE(observer_->saw("loss " + key + " expired_or_taken_over")) << observer_->all();
   EXPECT_TRUE(observer_->saw("release " + key + " lost")) << observer_->all();
   EXPECT_FALSE(observer_->saw("release " + key + " released")) << observer_->all();
+}
+
+TEST_F(ObserverTest, SeesTheQueriesACallerRunsItselfWhoeverRunsThem) {
+  const Lock<std::string> lock("obs", 2s);
+  const std::string key = lock.key(name_);
+  Client other(server_->unix_url());
+
+  std::optional<LockToken<Lock<std::string>>> token = redis_.process(lock.try_lock(name_));
+  ASSERT_TRUE(token);
+  EXPECT_TRUE(observer_->saw("acquire " + key + " acquired")) << observer_->all();
+  EXPECT_FALSE(redis_.process(lock.try_lock(name_))) << "held by this process's first try";
+  EXPECT_TRUE(observer_->saw("acquire " + key + " busy")) << observer_->all();
+  EXPECT_FALSE(other.process(lock.try_lock(name_)));
+  EXPECT_EQ(observer_->count("acquire " + key + " busy"), 1u)
+      << "a client without the observer tells it nothing\n"
+      << observer_->all();
+
+  EXPECT_TRUE(redis_.process(token->extend()));
+  const auto time_left = observer_->find("extension " + key + " extended");
+  ASSERT_TRUE(time_left) << observer_->all();
+  EXPECT_GT(*time_left, 1s) << "a 2 s lease, extended at once";
+  EXPECT_LE(*time_left, 2s);
+
+  EXPECT_TRUE(redis_.process(token->release()));
+  const auto held_for = observer_->find("release " + key + " released");
+  ASSERT_TRUE(held_for) << observer_->all();
+  EXPECT_GT(*held_for, 0ms);
+  EXPECT_LT(*held_for, 2s);
+  EXPECT_FALSE(redis_.process(token->release())) << "released already";
+  EXPECT_TRUE(observer_->saw("release " + key + " lost")) << observer_->all();
+  EXPECT_FALSE(redis_.process(token->extend()));
+  EXPECT_TRUE(observer_->saw("extension " + key + " refused")) << observer_->all();
+}
+
+TEST_F(ObserverTest, SeesEveryKindsTriesInABatchAndAFailedOneAsFailed) {
+  const RwLock<std::string> rw("obsrw", 2s);
+  const Semaphore<std::string> permits("obssem", 1, 2s);
+  std::vector<TryRead<RwLock<std::string>>> reads{rw.try_read(name_), rw.try_read(name_)};
+  for (const auto& read : redis_.process(std::span<const TryRead<RwLock<std::string>>>(reads)))
+    EXPECT_TRUE(read.has_value() && read->has_value());
+  EXPECT_EQ(observer_->count("acquire " + rw.writer_key(name_) + " acquired"), 2u)
+      << "one event per query of the batch\n"
+      << observer_->all();
+  EXPECT_FALSE(redis_.process(rw.try_write(name_))) << "readers hold it";
+  EXPECT_TRUE(observer_->saw("acquire " + rw.writer_key(name_) + " busy")) << observer_->all();
+
+  ASSERT_TRUE(redis_.process(permits.try_acquire(name_)));
+  EXPECT_TRUE(observer_->saw("acquire " + permits.holders_key(name_) + " acquired"))
+      << observer_->all();
+
+  const Lock<std::string> lock("obs", 2s);
+  server_->command({"HSET", lock.key(name_), "field", "value"});  // a key of another type
+  EXPECT_THROW(redis_.process(lock.try_lock(name_)), Error);
+  EXPECT_TRUE(observer_->saw("acquire " + lock.key(name_) + " failed")) << observer_->all();
 }
 
 TEST_F(ObserverTest, SeesACronRunAndASkipAndTheirDurations) {

@@ -206,19 +206,34 @@ void clean_up_unknown_outcome(Transport& core, const Q& query, std::error_code e
   }
 }
 
+// The observer of the client that `core` serves, or null.
+Observer* observer_of(const Transport& core) noexcept;
+
+// What a query does once its outcome is known: the clean-up of an unknown outcome, and its
+// report to the client's observer (Query::report).
+template <Query Q>
+void settle(Transport& core, const Q& query, const Result<typename Q::result_type>& outcome,
+            const Timing& timing, bool handed_out) {
+  if (!outcome)
+    clean_up_unknown_outcome(core, query, outcome.error(), handed_out);
+  if constexpr (ReportsOutcome<Q>) {
+    if (Observer* observer = observer_of(core))
+      query.report(*observer, outcome, timing);
+  }
+}
+
 // The outcome of one query, from the connection's verdict and its reply. The operation runs its
 // own query once: it parses the reply as an rvalue (a query may then move what it has into the
-// outcome, and must leave what its clean-up needs when there is no value).
+// outcome, and must leave what its clean-up and its report need when there is no value).
 template <Query Q>
 Result<typename Q::result_type> outcome_of(Transport& core, Q& query, std::error_code error,
                                            std::string&& detail, Reply& reply,
                                            const Operation& operation) {
+  const Timing timing{operation.sent, connection_now(core)};
   Result<typename Q::result_type> result =
-      error
-          ? Result<typename Q::result_type>(error, std::move(detail))
-          : std::move(query).parse(std::move(reply), Timing{operation.sent, connection_now(core)});
-  if (!result)
-    clean_up_unknown_outcome(core, query, result.error(), operation.handed_out);
+      error ? Result<typename Q::result_type>(error, std::move(detail))
+            : std::move(query).parse(std::move(reply), timing);
+  settle(core, query, result, timing, operation.handed_out);
   return result;
 }
 
@@ -277,17 +292,17 @@ class BatchOperation final : public Operation {
   void on_reply(std::size_t index, Reply&& reply) override { replies_[index] = std::move(reply); }
   void complete(Transport& core, std::error_code error, std::string detail) override {
     Results results;
+    const Timing timing{sent, connection_now(core)};
     if (error) {
+      const Result<typename Q::result_type> failed(error, detail);
       for (const Q& query : queries_)
-        clean_up_unknown_outcome(core, query, error, handed_out);
+        settle(core, query, failed, timing, handed_out);
     } else {
       results.reserve(queries_.size());
-      const Timing timing{sent, connection_now(core)};
       for (std::size_t i = 0; i < queries_.size(); ++i) {
         // Run once, as in outcome_of(): the query may move what it has into its outcome.
         results.push_back(std::move(queries_[i]).parse(std::move(replies_[i]), timing));
-        if (!results.back())
-          clean_up_unknown_outcome(core, queries_[i], results.back().error(), handed_out);
+        settle(core, queries_[i], results.back(), timing, handed_out);
       }
     }
     on_outcome_(error, std::move(detail), std::move(results));
