@@ -2,11 +2,9 @@
 // acquire (take a lease, print its token, leave it to its TTL), extend and release (by a token),
 // and hold (keep a lease until a signal or the end of its input).
 #include <poll.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,11 +12,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
+#include "supervise.hpp"
 
 namespace leasehold::cli {
 namespace {
@@ -233,7 +233,8 @@ int hold(const Globals& globals, const AcquireOptions& options) {
     return taken.exit_code;
   const std::string name = lease_name(options);
   const bool printed = print_token(options, *taken.lease);
-  LeaseGuard lease = std::move(*taken.lease).guard(redis, options.max_time);
+  // --max-time is the hold's budget, counted by the same stops as a command's.
+  LeaseGuard lease = std::move(*taken.lease).guard(redis, milliseconds(0));
   if (!printed) {
     lease.release();
     warn("hold: could not write the token to stdout; the lease is given back");
@@ -244,22 +245,17 @@ int hold(const Globals& globals, const AcquireOptions& options) {
   const bool watch_input = input_can_end();
   chat(globals, "holding '" + name + "' until SIGTERM or SIGINT" +
                     (watch_input ? std::string(" or the end of stdin") : std::string()));
-  const sigset_t signals = forwarded_signals();
-  while (!keep_alive.lost()) {
-    timespec pace{0, 50'000'000};
-    const int signal = sigtimedwait(&signals, nullptr, &pace);
-    if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP)
-      break;
-    if (watch_input && input_ended())
-      break;
-  }
+  const Supervision supervision{.max_time = options.max_time,
+                                .lost = [&] { return keep_alive.lost(); }};
+  const StopCause stopped =
+      hold_until_stopped(supervision, watch_input ? input_ended : std::function<bool()>());
   lease.release();
-  if (keep_alive.lost() && keep_alive.cause() == errc::hold_budget_exceeded) {
+  if (stopped == StopCause::max_time) {
     warn("'" + name + "': held for --max-time " + format_duration(options.max_time) +
          "; the lease is given back");
     return kExitTimedOut;
   }
-  if (keep_alive.lost()) {
+  if (stopped == StopCause::lost) {
     warn("lost the lease on '" + name + "' (" + loss_reason(keep_alive.cause()) + ")");
     return kExitLeaseLost;
   }

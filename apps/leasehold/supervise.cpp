@@ -1,4 +1,5 @@
-// Running a command under a lease: one loop for `run` and `cron`.
+// Supervising the work under a lease: one loop for the commands of `run` and `cron`, and the
+// same stops for `hold`.
 #include "supervise.hpp"
 
 #include <signal.h>
@@ -9,6 +10,18 @@
 
 namespace leasehold::cli {
 namespace {
+
+// How often the loops look: a lost lease or a spent budget is acted on within this.
+constexpr long kPaceNs = 20'000'000;
+
+bool past_budget(const Supervision& supervision, Clock::time_point started) {
+  return supervision.max_time > std::chrono::milliseconds::zero() &&
+         Clock::now() - started >= supervision.max_time;
+}
+
+bool passed_on(int signal) {
+  return signal == SIGINT || signal == SIGTERM || signal == SIGHUP;
+}
 
 enum class GroupState { gone, running, out_of_reach };
 
@@ -40,14 +53,14 @@ bool reap(const Child& child, const Supervision& supervision, CommandEnd& end) {
 // Paces the loop; passes on a signal leasehold got, to the command or, once it has ended, to
 // what is left of its group.
 void pace(const Child& child, const Supervision& supervision, bool reaped) {
-  timespec pause{0, 20'000'000};
+  timespec pause{0, kPaceNs};
   if (!supervision.forward_signals) {
     nanosleep(&pause, nullptr);
     return;
   }
   const sigset_t signals = forwarded_signals();
   const int signal = sigtimedwait(&signals, nullptr, &pause);
-  if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP)
+  if (passed_on(signal))
     kill(reaped ? -child.pid : child.pid, signal);
 }
 
@@ -63,12 +76,10 @@ CommandEnd supervise(const Child& child, const Supervision& supervision) {
     reaped = reap(child, supervision, end) || reaped;
     if (!terminated_at) {
       const bool lost = supervision.lost && supervision.lost();
-      const bool past_budget = supervision.max_time > std::chrono::milliseconds::zero() &&
-                               Clock::now() - started >= supervision.max_time;
       // The command ended with its lease held and in time: done.
       if (reaped && !lost)
         break;
-      if (lost || past_budget) {
+      if (lost || past_budget(supervision, started)) {
         // Stop everything the command started, even if the command itself has ended.
         end.stopped = lost ? StopCause::lost : StopCause::max_time;
         end.ended_first = reaped;
@@ -96,6 +107,23 @@ CommandEnd supervise(const Child& child, const Supervision& supervision) {
     pace(child, supervision, reaped);
   }
   return end;
+}
+
+StopCause hold_until_stopped(const Supervision& supervision,
+                             const std::function<bool()>& input_ended) {
+  const Clock::time_point started = Clock::now();
+  const sigset_t signals = forwarded_signals();
+  for (;;) {
+    if (supervision.lost && supervision.lost())
+      return StopCause::lost;
+    if (past_budget(supervision, started))
+      return StopCause::max_time;
+    if (input_ended && input_ended())
+      return StopCause::none;
+    timespec pause{0, kPaceNs};
+    if (passed_on(sigtimedwait(&signals, nullptr, &pause)))
+      return StopCause::none;
+  }
 }
 
 std::string command_fate(const CommandEnd& end) {

@@ -1,6 +1,7 @@
-// Running a command under a lease, for `run` and `cron`: the command in its own process group,
-// the signals leasehold gets passed on to it, and its whole group stopped — SIGTERM, then SIGKILL
-// after --kill-after — when the lease is lost or the command has run for --max-time.
+// Supervising the work done under a lease. For `run` and `cron`, a command in its own process
+// group: the signals leasehold gets are passed on to it, and its whole group is stopped —
+// SIGTERM, then SIGKILL after --kill-after — when the lease is lost or the command has run for
+// --max-time. For `hold`, the holding itself: it ends at the same two stops, or at a signal.
 #pragma once
 
 #include <chrono>
@@ -42,6 +43,13 @@ struct CommandEnd {
 // --max-time), it is done once nothing of its group runs — a member leasehold may not signal is
 // given up on after the SIGKILL.
 CommandEnd supervise(const Child& child, const Supervision& supervision);
+
+// Holds until a stop (the lease lost, --max-time from the start) or until leasehold gets a
+// signal it would pass on (SIGINT, SIGTERM, SIGHUP) or, when `input_ended` is given, it answers
+// true: StopCause::none then. Only `lost` and `max_time` of `supervision` count; the signals must
+// be blocked.
+StopCause hold_until_stopped(const Supervision& supervision,
+                             const std::function<bool()>& input_ended);
 
 // What became of a stopped command: "the command was terminated", "… was killed", or "the
 // command ended on its own (exit N) as it was noticed".
