@@ -31,7 +31,7 @@ std::optional<std::string> name_in_tagged_key(std::string_view key, std::string_
     return std::nullopt;
   key.remove_prefix(head.size());
   const auto tail = std::find_if(tails.begin(), tails.end(), [&](std::string_view t) {
-    return key.size() > t.size() + 1 && key.ends_with(std::string(1, '}') + std::string(t));
+    return key.size() > t.size() + 1 && key.ends_with(t) && key[key.size() - t.size() - 1] == '}';
   });
   if (tail == tails.end())
     return std::nullopt;
