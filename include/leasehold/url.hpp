@@ -4,8 +4,14 @@
 //   unix:///path/to/socket[?db=N]                  (also unix://[user[:password]@]/path?db=N)
 //   redis-cluster://[user[:password]@]host:port[,host:port...]   (seed nodes of a Redis Cluster)
 //   rediss-cluster://...                           (a Redis Cluster over TLS)
-// User and password are percent-decoded. A malformed URL is an Error(errc::invalid_url) whose
-// message quotes the URL with its password masked and says what is wrong.
+//   redis-sentinel://[user[:password]@]host[:port][,host[:port]...]/MASTER_NAME[/db]
+//       [?sentinel_user=U&sentinel_password=P]     (the master that Redis Sentinel names; the
+//                                                   hosts are sentinels, port 26379 by default)
+//   rediss-sentinel://...                          (the same over TLS: sentinels and servers)
+// User and password are the data servers' (a Sentinel URL's sentinels take theirs as query
+// parameters). Credentials and the master name are percent-decoded. A malformed URL is an
+// Error(errc::invalid_url) whose message quotes the URL with its password masked and says what is
+// wrong.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +23,7 @@
 namespace leasehold {
 
 struct RedisUrl {
-  enum class Transport : std::uint8_t { tcp, unix_socket, cluster };
+  enum class Transport : std::uint8_t { tcp, unix_socket, cluster, sentinel };
 
   struct Endpoint {
     std::string host;
@@ -27,15 +33,21 @@ struct RedisUrl {
   };
 
   Transport transport = Transport::tcp;
-  std::string host;             // tcp: name or address (IPv6 without brackets); cluster: first seed
-  std::uint16_t port = 6379;    // tcp; cluster: first seed's
-  std::vector<Endpoint> seeds;  // cluster: the nodes to ask for the topology
+  std::string host;  // tcp: name or address (IPv6 without brackets); cluster, sentinel: first seed
+  std::uint16_t port = 6379;    // tcp; cluster, sentinel: first seed's
+  std::vector<Endpoint> seeds;  // cluster: the nodes to ask for the topology; sentinel: sentinels
   std::string path;             // unix socket path
   std::string user;             // empty: none (password alone logs in as the default user)
   std::string password;         // empty: no AUTH
   bool has_password = false;    // distinguishes "no password" from an empty one
   int db = 0;
-  bool tls = false;  // rediss:// and rediss-cluster://
+  bool tls = false;  // rediss://, rediss-cluster:// and rediss-sentinel://
+  // Sentinel: the name the sentinels know the master by, and their own credentials (empty user:
+  // the default one; no password: no AUTH to the sentinels).
+  std::string master_name;
+  std::string sentinel_user;
+  std::string sentinel_password;
+  bool has_sentinel_password = false;
 
   // Throws Error(errc::invalid_url) with a message that quotes the masked URL.
   static RedisUrl parse(std::string_view url);
@@ -44,13 +56,16 @@ struct RedisUrl {
 
   // The URL with the password replaced by "***": safe to log.
   std::string to_string() const;
-  // Where it connects, e.g. "127.0.0.1:6380", "/tmp/redis.sock" or, for a cluster, its seeds.
+  // Where it connects, e.g. "127.0.0.1:6380", "/tmp/redis.sock", for a cluster its seeds, for
+  // Sentinel its sentinels and the master's name ("s1:26379,s2:26379/mymaster").
   std::string address() const;
-  // A cluster URL's credentials for one of its nodes: a redis:// URL to that endpoint.
+  // A cluster URL's credentials for one of its nodes, a Sentinel URL's for the master the
+  // sentinels named: a redis:// (rediss://) URL to that endpoint.
   RedisUrl node(const Endpoint& endpoint) const;
 };
 
-// `url` with any password replaced by "***", for messages about a URL that may not parse.
+// `url` with any password (a sentinel_password too) replaced by "***", for messages about a URL
+// that may not parse.
 std::string mask_password(std::string_view url);
 
 }  // namespace leasehold

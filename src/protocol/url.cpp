@@ -1,5 +1,6 @@
 #include "leasehold/url.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 
@@ -15,6 +16,9 @@ constexpr std::string_view kUnixScheme = "unix://";
 constexpr std::string_view kClusterScheme = "redis-cluster://";
 constexpr std::string_view kTlsScheme = "rediss://";
 constexpr std::string_view kTlsClusterScheme = "rediss-cluster://";
+constexpr std::string_view kSentinelScheme = "redis-sentinel://";
+constexpr std::string_view kTlsSentinelScheme = "rediss-sentinel://";
+constexpr std::uint16_t kSentinelPort = 26379;
 
 bool percent_decode(std::string_view in, std::string& out) {
   out.clear();
@@ -117,6 +121,21 @@ void parse_host_port(std::string_view hostport, std::string& host, std::uint16_t
   }
 }
 
+// "host[:port],host[:port]..." into endpoints, each port `default_port` when not given.
+std::vector<RedisUrl::Endpoint> parse_endpoints(std::string_view list, std::uint16_t default_port) {
+  std::vector<RedisUrl::Endpoint> endpoints;
+  for (;;) {
+    const auto comma = list.find(',');
+    RedisUrl::Endpoint endpoint;
+    endpoint.port = default_port;
+    parse_host_port(list.substr(0, comma), endpoint.host, endpoint.port);
+    endpoints.push_back(std::move(endpoint));
+    if (comma == std::string_view::npos)
+      return endpoints;
+    list = list.substr(comma + 1);
+  }
+}
+
 void parse_tcp(std::string_view rest, RedisUrl& url) {
   url.transport = RedisUrl::Transport::tcp;
   if (rest.find('?') != std::string_view::npos) {
@@ -146,16 +165,60 @@ void parse_cluster(std::string_view rest, RedisUrl& url) {
     if (!db.empty() && parse_db(db) != 0)
       throw Failure{"Redis Cluster has only database 0"};
   }
-  std::string_view seeds = rest.substr(0, slash);
+  url.seeds = parse_endpoints(rest.substr(0, slash), 6379);
+  url.host = url.seeds.front().host;
+  url.port = url.seeds.front().port;
+}
+
+// "sentinel_user=U&sentinel_password=P": the sentinels' own credentials.
+void parse_sentinel_query(std::string_view query, RedisUrl& url) {
   for (;;) {
-    const auto comma = seeds.find(',');
-    RedisUrl::Endpoint seed;
-    parse_host_port(seeds.substr(0, comma), seed.host, seed.port);
-    url.seeds.push_back(std::move(seed));
-    if (comma == std::string_view::npos)
-      break;
-    seeds = seeds.substr(comma + 1);
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    const auto equals = pair.find('=');
+    const std::string_view key = pair.substr(0, equals);
+    const std::string_view value =
+        equals == std::string_view::npos ? std::string_view() : pair.substr(equals + 1);
+    if (key == "sentinel_user") {
+      if (!percent_decode(value, url.sentinel_user))
+        throw Failure{"sentinel_user has a bad %-escape"};
+    } else if (key == "sentinel_password") {
+      if (!percent_decode(value, url.sentinel_password))
+        throw Failure{"sentinel_password has a bad %-escape"};
+      if (url.sentinel_password.empty())
+        throw Failure{"sentinel_password is empty"};
+      url.has_sentinel_password = true;
+    } else {
+      throw Failure{"unknown query parameter '" + std::string(key) +
+                    "'; a Sentinel URL takes sentinel_user and sentinel_password"};
+    }
+    if (amp == std::string_view::npos)
+      return;
+    query = query.substr(amp + 1);
   }
+}
+
+void parse_sentinel(std::string_view rest, RedisUrl& url) {
+  url.transport = RedisUrl::Transport::sentinel;
+  const auto q = rest.find('?');
+  if (q != std::string_view::npos) {
+    parse_sentinel_query(rest.substr(q + 1), url);
+    rest = rest.substr(0, q);
+  }
+  rest = take_credentials(rest, url);
+  const auto slash = rest.find('/');
+  const std::string_view path =
+      slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+  const auto db_slash = path.find('/');
+  if (!percent_decode(path.substr(0, db_slash), url.master_name))
+    throw Failure{"the master name has a bad %-escape"};
+  if (url.master_name.empty())
+    throw Failure{
+        "the master's name is missing: give it after the sentinels, as in "
+        "redis-sentinel://host:26379/mymaster"};
+  if (db_slash != std::string_view::npos && db_slash + 1 < path.size())
+    url.db = parse_db(path.substr(db_slash + 1));
+  url.seeds = parse_endpoints(rest.substr(0, slash), kSentinelPort);
   url.host = url.seeds.front().host;
   url.port = url.seeds.front().port;
 }
@@ -178,6 +241,15 @@ RedisUrl parse_or_throw_failure(std::string_view text) {
   if (text.starts_with(kTlsClusterScheme)) {
     url.tls = true;
     parse_cluster(text.substr(kTlsClusterScheme.size()), url);
+    return url;
+  }
+  if (text.starts_with(kSentinelScheme)) {
+    parse_sentinel(text.substr(kSentinelScheme.size()), url);
+    return url;
+  }
+  if (text.starts_with(kTlsSentinelScheme)) {
+    url.tls = true;
+    parse_sentinel(text.substr(kTlsSentinelScheme.size()), url);
     return url;
   }
   if (text.starts_with(kUnixScheme)) {
@@ -204,12 +276,25 @@ RedisUrl parse_or_throw_failure(std::string_view text) {
   if (text.empty())
     throw Failure{"it is empty"};
   throw Failure{
-      "it must start with redis://, rediss://, unix://, redis-cluster:// or rediss-cluster://"};
+      "it must start with redis://, rediss://, unix://, redis-cluster://, rediss-cluster://, "
+      "redis-sentinel:// or rediss-sentinel://"};
 }
 
-}  // namespace
+// `url` with the value of its sentinel_password parameter, if any, replaced by "***".
+std::string mask_sentinel_password(std::string_view url) {
+  constexpr std::string_view kParameter = "sentinel_password=";
+  std::string out(url);
+  for (std::size_t at = out.find(kParameter); at != std::string::npos;
+       at = out.find(kParameter, at + 1)) {
+    const std::size_t start = at + kParameter.size();
+    const std::size_t end = std::min(out.find('&', start), out.size());
+    out.replace(start, end - start, "***");
+  }
+  return out;
+}
 
-std::string mask_password(std::string_view url) {
+// `url` with the password of its userinfo, if any, replaced by "***".
+std::string mask_userinfo(std::string_view url) {
   const auto at = url.rfind('@');
   if (at == std::string_view::npos)
     return std::string(url);
@@ -238,6 +323,12 @@ std::string mask_password(std::string_view url) {
   }
   out += url.substr(at);
   return out;
+}
+
+}  // namespace
+
+std::string mask_password(std::string_view url) {
+  return mask_userinfo(mask_sentinel_password(url));
 }
 
 RedisUrl RedisUrl::parse(std::string_view url, std::error_code& ec, std::string* why) {
@@ -269,12 +360,16 @@ std::string RedisUrl::Endpoint::address() const {
 std::string RedisUrl::address() const {
   if (transport == Transport::unix_socket)
     return path;
-  if (transport == Transport::cluster) {
+  if (transport == Transport::cluster || transport == Transport::sentinel) {
     std::string out;
     for (const Endpoint& seed : seeds) {
       if (!out.empty())
         out += ',';
       out += seed.address();
+    }
+    if (transport == Transport::sentinel) {
+      out += '/';
+      out += master_name;
     }
     return out;
   }
@@ -287,17 +382,21 @@ RedisUrl RedisUrl::node(const Endpoint& endpoint) const {
   url.host = endpoint.host;
   url.port = endpoint.port;
   url.seeds.clear();
-  url.db = 0;
+  url.master_name.clear();
+  url.sentinel_user.clear();
+  url.sentinel_password.clear();
+  url.has_sentinel_password = false;
   return url;
 }
 
 std::string RedisUrl::to_string() const {
   // Appended piece by piece: g++ 12 at -O3 warns (-Wrestrict, a false positive) on the
   // `"literal" + std::string&&` chain this used to be, which breaks the Release build.
-  std::string out = transport == Transport::unix_socket ? "unix://"
-                    : transport == Transport::cluster
-                        ? (tls ? "rediss-cluster://" : "redis-cluster://")
-                        : (tls ? "rediss://" : "redis://");
+  std::string out =
+      transport == Transport::unix_socket ? "unix://"
+      : transport == Transport::cluster   ? (tls ? "rediss-cluster://" : "redis-cluster://")
+      : transport == Transport::sentinel  ? (tls ? "rediss-sentinel://" : "redis-sentinel://")
+                                          : (tls ? "rediss://" : "redis://");
   if (!user.empty()) {
     out += user;
     out += has_password ? ":***@" : "@";
@@ -312,6 +411,13 @@ std::string RedisUrl::to_string() const {
     out += address();
     if (db != 0)
       out += '/' + std::to_string(db);
+  }
+  if (transport == Transport::sentinel && (!sentinel_user.empty() || has_sentinel_password)) {
+    out += '?';
+    if (!sentinel_user.empty())
+      out += "sentinel_user=" + sentinel_user + (has_sentinel_password ? "&" : "");
+    if (has_sentinel_password)
+      out += "sentinel_password=***";
   }
   return out;
 }

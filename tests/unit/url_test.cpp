@@ -258,6 +258,56 @@ TEST(RedisUrl, TlsSchemes) {
   EXPECT_EQ(cluster.node({"10.1.2.3", 7005}).to_string(), "rediss://10.1.2.3:7005");
 }
 
+TEST(RedisUrl, SentinelsAndTheMastersName) {
+  const RedisUrl url =
+      RedisUrl::parse("redis-sentinel://alice:s3cret@s1,s2:26380,[::1]/my%2Dmaster/2");
+  EXPECT_EQ(url.transport, Transport::sentinel);
+  EXPECT_FALSE(url.tls);
+  ASSERT_EQ(url.seeds.size(), 3u);
+  EXPECT_EQ(url.seeds[0], (RedisUrl::Endpoint{"s1", 26379})) << "the sentinel port by default";
+  EXPECT_EQ(url.seeds[1], (RedisUrl::Endpoint{"s2", 26380}));
+  EXPECT_EQ(url.seeds[2], (RedisUrl::Endpoint{"::1", 26379}));
+  EXPECT_EQ(url.master_name, "my-master");
+  EXPECT_EQ(url.db, 2);
+  EXPECT_EQ(url.user, "alice") << "the data servers' credentials";
+  EXPECT_EQ(url.password, "s3cret");
+  EXPECT_FALSE(url.has_sentinel_password);
+  EXPECT_TRUE(url.sentinel_user.empty());
+  EXPECT_EQ(url.address(), "s1:26379,s2:26380,[::1]:26379/my-master");
+  EXPECT_EQ(url.to_string(),
+            "redis-sentinel://alice:***@s1:26379,s2:26380,[::1]:26379/my-master/2");
+}
+
+TEST(RedisUrl, SentinelsTakeTheirOwnCredentialsAsQueryParameters) {
+  const RedisUrl url = RedisUrl::parse(
+      "rediss-sentinel://data-pw@s1:5000/main?sentinel_user=watcher&sentinel_password=p%26w");
+  EXPECT_TRUE(url.tls);
+  EXPECT_EQ(url.master_name, "main");
+  EXPECT_EQ(url.db, 0);
+  EXPECT_EQ(url.password, "data-pw");
+  EXPECT_EQ(url.sentinel_user, "watcher");
+  EXPECT_EQ(url.sentinel_password, "p&w");
+  EXPECT_TRUE(url.has_sentinel_password);
+  EXPECT_EQ(url.to_string(),
+            "rediss-sentinel://***@s1:5000/main?sentinel_user=watcher&sentinel_password=***");
+  EXPECT_EQ(mask_password("redis-sentinel://h/m?sentinel_password=Hunter2Secret&sentinel_user=u"),
+            "redis-sentinel://h/m?sentinel_password=***&sentinel_user=u");
+}
+
+TEST(RedisUrl, TheMasterASentinelNamesIsReachedWithTheDataServersCredentials) {
+  const RedisUrl url = RedisUrl::parse("redis-sentinel://u:pw@s1/main/3?sentinel_password=sp");
+  const RedisUrl master = url.node({"10.0.0.7", 6390});
+  EXPECT_EQ(master.transport, Transport::tcp);
+  EXPECT_EQ(master.host, "10.0.0.7");
+  EXPECT_EQ(master.port, 6390);
+  EXPECT_EQ(master.user, "u");
+  EXPECT_EQ(master.password, "pw");
+  EXPECT_EQ(master.db, 3);
+  EXPECT_TRUE(master.master_name.empty());
+  EXPECT_FALSE(master.has_sentinel_password);
+  EXPECT_TRUE(master.sentinel_password.empty());
+}
+
 TEST(MaskPassword, ReplacesThePasswordOnly) {
   EXPECT_EQ(mask_password("redis://alice:s3cret@host:1/2"), "redis://alice:***@host:1/2");
   EXPECT_EQ(mask_password("redis://s3cret@host"), "redis://***@host");
@@ -350,6 +400,19 @@ const Malformed kMalformed[] = {
     {"unix://alice:Hunter2Secret@/tmp/r.sock?db=1&timeout=1", "only query parameter is db"},
     {"unix://alice:Hunter2Secret@/tmp/r.sock?", "only query parameter is db"},
     {"unix://alice:Hunter2Secret%zz@/tmp/r.sock", "password has a bad %-escape"},
+    {"redis-sentinel://alice:Hunter2Secret@s1:26379", "master's name is missing"},
+    {"redis-sentinel://alice:Hunter2Secret@s1:26379/", "master's name is missing"},
+    {"redis-sentinel://alice:Hunter2Secret@/main", "host is missing"},
+    {"redis-sentinel://alice:Hunter2Secret@s1,/main", "host is missing"},
+    {"redis-sentinel://alice:Hunter2Secret@s1:0/main", "port must be a number"},
+    {"redis-sentinel://alice:Hunter2Secret@s1/main/x", "database"},
+    {"redis-sentinel://alice:Hunter2Secret@s1/ma%zin", "master name has a bad %-escape"},
+    {"redis-sentinel://s1/main?sentinel_password=Hunter2Secret&db=1",
+     "unknown query parameter 'db'"},
+    {"redis-sentinel://s1/main?sentinel_password=", "sentinel_password is empty"},
+    {"redis-sentinel://s1/main?sentinel_password=Hunter2Secret%z", "sentinel_password has a bad"},
+    {"rediss-sentinel://alice:Hunter2Secret@s1:26379", "master's name is missing"},
+    {"redis-sentinels://alice:Hunter2Secret@s1/main", "must start with"},
 };
 
 class MalformedUrl : public ::testing::TestWithParam<Malformed> {};
