@@ -117,9 +117,6 @@ inline void append_escaped(std::string& out, std::string_view name) {
 std::optional<std::string> name_in_tagged_key(std::string_view key, std::string_view head,
                                               std::initializer_list<std::string_view> tails);
 
-const Script& lock_release_script();
-const Script& lock_extend_script();
-
 // A lock key's queue of waiters (a sorted set of their ids by arrival), their tickets (ids by the
 // time, in ms at Redis, their place runs out) and the channel on which its releases name the
 // waiter at the head: all in the slot of the key (see queue.hpp).
@@ -170,16 +167,13 @@ struct LeaseKind {
   Request (*release_request)(const LeaseState& state) = nullptr;
 };
 
-// The release of a Lock's lease, which tells the head of its queue.
-Request lock_lease_release_request(const LeaseState& state);
-
 // A Lock's turn contract (queue.hpp).
 std::shared_ptr<const TurnContract> lock_turn(std::string key, std::chrono::milliseconds ttl,
                                               std::optional<std::string> fence_key);
 
-// A Lock's lease: a key that holds the lease's id. A lease state without a kind is one.
-inline constexpr LeaseKind kLockLease{lock_release_script, lock_extend_script,
-                                      lock_lease_release_request};
+// A Lock's lease: a key that holds the lease's id. A lease state without a kind is one. Each
+// kind's table is defined with its scripts, in src/lease/.
+extern const LeaseKind kLockLease;
 
 // A fenced acquire's reply: the fencing number (>= 1) if this id holds the lease, 0 if another
 // does.

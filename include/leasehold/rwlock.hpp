@@ -37,20 +37,13 @@ namespace detail {
 
 const Script& rw_try_read_script();
 const Script& rw_try_write_script();
-const Script& rw_write_release_script();
-const Script& rw_write_extend_script();
-const Script& rw_read_release_script();
-const Script& rw_read_extend_script();
 
 // The two kinds of lease an RwLock grants. Both have the writer key as their key and the readers'
 // sorted set as their second key: a writer's lease is the writer key holding its id, a reader's
 // is its id's member of the sorted set.
 // A release tells the waiters whose turn it is then (src/lease/scripts/rw_notify_turns.lua).
-Request rw_release_request(const LeaseState& state);
-inline constexpr LeaseKind kRwWriterLease{rw_write_release_script, rw_write_extend_script,
-                                          rw_release_request};
-inline constexpr LeaseKind kRwReaderLease{rw_read_release_script, rw_read_extend_script,
-                                          rw_release_request};
+extern const LeaseKind kRwWriterLease;
+extern const LeaseKind kRwReaderLease;
 
 // The operator's release of whoever holds a name.
 Request rw_force_release_request(std::string_view writer_key, std::string_view readers_key,

@@ -31,16 +31,12 @@ class TryAcquire;
 namespace detail {
 
 const Script& permit_acquire_script();
-const Script& permit_release_script();
-const Script& permit_extend_script();
-Request permit_release_request(const LeaseState& state);
 Request permit_force_release_request(std::string_view holders_key, std::string_view count_key);
 
 // A permit: its id's member of the holders' sorted set (scored by the end of its lease, in
 // server ms); its second key is the name's count key (extend keeps its expiry). Its release
 // tells the head of the name's queue.
-inline constexpr LeaseKind kPermitLease{permit_release_script, permit_extend_script,
-                                        permit_release_request};
+extern const LeaseKind kPermitLease;
 
 // The keys of a Semaphore's name, and its fence counter when fenced.
 struct PermitKeys {

@@ -72,6 +72,8 @@ const Script& lock_extend_script() {
   return script;
 }
 
+const LeaseKind kLockLease{lock_release_script, lock_extend_script, lock_lease_release_request};
+
 const Script& lock_try_fenced_script() {
   static const Script script{std::string(lua::lock_try_fenced)};
   return script;

@@ -39,6 +39,9 @@ Request rw_release_request(const LeaseState& state) {
   return Request::script(state.kind->release(), keys, args);
 }
 
+const LeaseKind kRwWriterLease{rw_write_release_script, rw_write_extend_script, rw_release_request};
+const LeaseKind kRwReaderLease{rw_read_release_script, rw_read_extend_script, rw_release_request};
+
 const Script& rw_in_turn_script() {
   static const Script script{std::string(lua::rw_in_turn)};
   return script;

@@ -7,6 +7,7 @@
 #include "leasehold/observer.hpp"
 #include "leasehold/while_held.hpp"
 #include "policy_scripts.hpp"
+#include "scripts.hpp"
 
 namespace leasehold::cron {
 namespace {

@@ -14,6 +14,7 @@
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
 #include "rethrow.hpp"
+#include "scripts.hpp"
 #include "shared_server.hpp"
 
 namespace leasehold {

@@ -9,6 +9,7 @@
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
+#include "scripts.hpp"
 #include "shared_server.hpp"
 
 namespace leasehold {

@@ -6,6 +6,7 @@
 
 #include "leasehold/rwlock.hpp"
 #include "leasehold/slot.hpp"
+#include "scripts.hpp"
 
 namespace leasehold {
 namespace {
