@@ -79,12 +79,6 @@ std::shared_ptr<detail::Transport> make_transport(asio::io_context::executor_typ
   }
   // Loaded once, here: a file that cannot be used is the caller's error, not a connection's.
   auto tls = url.tls ? detail::make_tls_context(tls_options) : nullptr;
-  if (url.transport == RedisUrl::Transport::sentinel) {
-    throw Error(make_error_code(errc::invalid_url),
-                "the URL '" + url.to_string() +
-                    "' names a master by Redis Sentinel, which this client does not follow yet; "
-                    "give the master's own redis:// URL");
-  }
   if (url.transport == RedisUrl::Transport::cluster) {
     auto cluster = std::make_shared<detail::ClusterConnection>(std::move(executor), std::move(url),
                                                                std::move(options), std::move(tls));

@@ -1,5 +1,6 @@
 #include "handshake.hpp"
 
+#include <algorithm>
 #include <asio/error.hpp>
 
 #include "leasehold/error.hpp"
@@ -7,7 +8,7 @@
 
 namespace leasehold::detail {
 
-Handshake::Handshake(RedisUrl url, std::string_view client_name,
+Handshake::Handshake(RedisUrl url, std::string_view client_name, bool expect_master,
                      std::chrono::system_clock::time_point sent)
     : url_(std::move(url)), sent_(sent) {
   if (url_.has_password) {
@@ -29,9 +30,21 @@ Handshake::Handshake(RedisUrl url, std::string_view client_name,
   // The server's clock, for the holder identity's "since when" (clock.hpp).
   steps_.push_back(Step::time);
   request_ += Request::command({"TIME"}).bytes();
+  if (expect_master) {
+    steps_.push_back(Step::role);
+    request_ += Request::command({"ROLE"}).bytes();
+  }
 }
 
 namespace {
+
+// ROLE's first element ("master", "slave", "sentinel"), or the reply itself when it is not ROLE's.
+std::string role_of(const Reply& reply) {
+  if (reply.type != Reply::Type::array || reply.elements.empty() ||
+      reply.elements.front().type != Reply::Type::string)
+    return to_string(reply);
+  return reply.elements.front().str;
+}
 
 // TIME's reply [seconds, microseconds] as a time point; nothing for any other reply.
 std::optional<std::chrono::system_clock::time_point> time_of(const Reply& reply) {
@@ -68,7 +81,8 @@ std::optional<Failure> Handshake::on_bytes(codec::ReplyReader& reader,
     return std::nullopt;
   Failure verdict = judge(!reader.idle());
   if (!verdict) {
-    if (const auto server = time_of(replies_.back()))
+    const auto time_step = std::find(steps_.begin(), steps_.end(), Step::time) - steps_.begin();
+    if (const auto server = time_of(replies_[static_cast<std::size_t>(time_step)]))
       offset_ = *server - (sent_ + (now - sent_) / 2);
   }
   return verdict;
@@ -92,6 +106,15 @@ Failure Handshake::judge(bool more) const {
     }
     // Each step has one success reply. Any other means that unsolicited bytes (a greeting)
     // shifted the replies, and what is still to come would be taken for the first calls'.
+    if (steps_[i] == Step::role) {
+      const std::string role = role_of(reply);
+      if (role != "master") {
+        return {make_error_code(errc::connect_failed),
+                "Redis at " + url_.address() + ", which the sentinels named the master, is a " +
+                    role + " (a failover may be under way); asking the sentinels again"};
+      }
+      continue;
+    }
     if (steps_[i] == Step::time) {
       if (!time_of(reply)) {
         return {make_error_code(errc::protocol_error),
@@ -137,6 +160,8 @@ Failure Handshake::refused(Step step, const Reply& reply) const {
       return {};  // e.g. NOPERM for PING: calls will say what they lack
     case Step::time:
       return {};  // an ACL may forbid TIME: holders are then stamped by this host's clock
+    case Step::role:
+      return {};  // an ACL may forbid ROLE: the sentinels' word is taken
   }
   return {};
 }

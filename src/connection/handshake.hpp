@@ -20,9 +20,10 @@ namespace leasehold::detail {
 
 class Handshake {
  public:
-  // `client_name`: empty for no CLIENT SETNAME. `sent`: when request() goes out, by the wall
-  // clock.
-  Handshake(RedisUrl url, std::string_view client_name,
+  // `client_name`: empty for no CLIENT SETNAME. `expect_master`: the server must say with ROLE
+  // that it is a master (a sentinel named it; a refused ROLE is trusted). `sent`: when request()
+  // goes out, by the wall clock.
+  Handshake(RedisUrl url, std::string_view client_name, bool expect_master = false,
             std::chrono::system_clock::time_point sent = std::chrono::system_clock::now());
 
   std::string_view request() const noexcept { return request_; }
@@ -45,7 +46,7 @@ class Handshake {
                  bool client_certificate) const;
 
  private:
-  enum class Step { auth, select, set_name, ping, time };
+  enum class Step { auth, select, set_name, ping, time, role };
 
   // The verdict on replies_, one per step; `more` when bytes followed them.
   Failure judge(bool more) const;

@@ -260,16 +260,19 @@ void Pipeline::expire_due(Clock::time_point now) {
     waiting_.pop_front();
     if (fallbacks_waiting_ > 0)
       --fallbacks_waiting_;
-    sink_.complete(*operation, make_error_code(errc::command_timeout),
-                   (connected_ ? "the call waited " + timeout() + " to be sent to Redis at "
-                               : "no connection to Redis at ") +
-                       address_ + (connected_ ? "" : " within " + timeout()) +
-                       "; the call was not sent");
+    std::string detail = connected_ ? "the call waited " + timeout() + " to be sent to Redis at " +
+                                          address_ + "; the call was not sent"
+                                    : "no connection to Redis at " + address_ + " within " +
+                                          timeout() + "; the call was not sent";
+    if (!connected_ && !last_connect_failure_.empty())
+      detail += " (the last attempt: " + last_connect_failure_ + ")";
+    sink_.complete(*operation, make_error_code(errc::command_timeout), std::move(detail));
   }
 }
 
 void Pipeline::on_connected(Clock::time_point now) {
   connected_ = true;
+  last_connect_failure_.clear();
   loaded_scripts_.clear();  // perhaps another server, or one restarted
   read_time_ = now;         // the handshake's replies came: the server was there
   silent_since_.reset();

@@ -113,7 +113,10 @@ class Pipeline {
   // fail with `failure` (they may or may not have run). fail_all(): every call fails. retire():
   // a cluster node left: calls not yet sent, and retry-safe ones in flight, complete with
   // `route_again`; others in flight fail with connection_lost and `detail`.
+  // on_connect_failed(): an attempt to connect failed; the calls that wait for a connection and
+  // time out say why.
   void on_connected(Clock::time_point now);
+  void on_connect_failed(const Failure& failure) { last_connect_failure_ = failure.detail; }
   void on_lost(const Failure& failure);
   void fail_all(const Failure& failure);
   void retire(std::error_code route_again, const std::string& detail);
@@ -151,6 +154,7 @@ class Pipeline {
   std::string_view handed_out_;
 
   bool connected_ = false;
+  std::string last_connect_failure_;  // since the last connection was made
   Clock::time_point read_time_;
   Clock::time_point wake_at_ = Clock::time_point::max();
   // When the oldest call made since the latest read was made, once it timed out in flight.

@@ -1,5 +1,6 @@
 #include "server_connection.hpp"
 
+#include <algorithm>
 #include <asio/co_spawn.hpp>
 #include <asio/connect.hpp>
 #include <asio/dispatch.hpp>
@@ -14,6 +15,7 @@
 #include "handshake.hpp"
 #include "leasehold/detail/asio_compat.hpp"
 #include "leasehold/observer.hpp"
+#include "sentinel_discovery.hpp"
 #include "subscriber.hpp"
 #include "tls.hpp"
 
@@ -50,7 +52,11 @@ ServerConnection::ServerConnection(Strand strand, RedisUrl url, ClientOptions op
       read_buffer_(kReadChunk),
       pipeline_(*this, url_.address(), options_.command_timeout),
       reconnect_(options_.reconnect_delay_min, options_.reconnect_delay_max,
-                 std::random_device{}()) {}
+                 std::random_device{}()),
+      server_(url_) {
+  if (url_.transport == RedisUrl::Transport::sentinel)
+    discovery_ = std::make_unique<SentinelDiscovery>(url_);
+}
 
 void ServerConnection::start() {
   asio::co_spawn(strand_, run(), rethrow_unexpected);
@@ -155,7 +161,7 @@ ServerConnection::Awaitable<void> ServerConnection::run() {
       if (connection_observer_)
         connection_observer_(true);
       if (first_connection && options_.warn_on_eviction_policy)
-        submit(eviction_policy_check(url_.address()));
+        submit(eviction_policy_check(server_.address()));
       Failure read_failure;
       Failure write_failure;
       co_await (read_loop(read_failure) || write_loop(write_failure));
@@ -165,7 +171,7 @@ ServerConnection::Awaitable<void> ServerConnection::run() {
         break;
       const Failure& lost = read_failure.error ? read_failure : write_failure;
       pipeline_.on_lost(lost);
-      const std::string server = url_.address();
+      const std::string server = server_.address();
       detail::tell(options_.observer.get(), &Observer::on_reconnect,
                    ReconnectEvent{server, lost.error});
       if (connection_observer_)
@@ -173,6 +179,7 @@ ServerConnection::Awaitable<void> ServerConnection::run() {
       delay = reconnect_.on_lost();
     } else {
       notify_connect_waiters(failure);
+      pipeline_.on_connect_failed(failure);
       const std::optional<std::chrono::milliseconds> next = reconnect_.on_attempt_failed(failure);
       if (!next) {
         set_fatal(failure);
@@ -195,9 +202,9 @@ ServerConnection::Awaitable<Failure> ServerConnection::connect_once() {
   socket_.close(ec);
   tls_.reset();
 
-  // One watchdog bounds resolving, connecting and the handshake: closing the socket (and
-  // cancelling the resolver) makes whatever is pending complete with an error.
-  auto resolver = std::make_shared<asio::ip::basic_resolver<asio::ip::tcp, Strand>>(strand_);
+  // One watchdog bounds finding the master, resolving, connecting and the handshake: closing the
+  // socket (and cancelling the resolver) makes whatever is pending complete with an error.
+  auto resolver = std::make_shared<Resolver>(strand_);
   auto timed_out = std::make_shared<bool>(false);
   Timer watchdog(strand_);
   watchdog.expires_after(options_.connect_timeout);
@@ -219,21 +226,40 @@ ServerConnection::Awaitable<Failure> ServerConnection::connect_once() {
     return failure;
   };
 
+  if (discovery_) {
+    if (Failure failure = co_await find_master(resolver, timed_out))
+      co_return finish(std::move(failure));
+  }
+  if (Failure failure = co_await open_stream(server_, "Redis", *resolver, *timed_out))
+    co_return finish(std::move(failure));
+  if (closed())
+    co_return finish({make_error_code(errc::closed), "the client was closed"});
+  Failure failure = co_await handshake();
+  co_return finish(std::move(failure));
+}
+
+ServerConnection::Awaitable<Failure> ServerConnection::open_stream(const RedisUrl& where,
+                                                                   std::string_view what,
+                                                                   Resolver& resolver,
+                                                                   const bool& timed_out) {
+  const std::string at = std::string(what) + " at " + where.address();
   std::vector<asio::generic::stream_protocol::endpoint> endpoints;
-  if (url_.transport == RedisUrl::Transport::unix_socket) {
+  std::error_code ec;
+  if (where.transport == RedisUrl::Transport::unix_socket) {
     try {
-      endpoints.emplace_back(asio::local::stream_protocol::endpoint(url_.path));
+      endpoints.emplace_back(asio::local::stream_protocol::endpoint(where.path));
     } catch (const std::system_error& e) {
-      co_return finish(
-          {make_error_code(errc::connect_failed),
-           "cannot use the unix socket path '" + url_.path + "': " + e.code().message()});
+      co_return Failure{
+          make_error_code(errc::connect_failed),
+          "cannot use the unix socket path '" + where.path + "': " + e.code().message()};
     }
   } else {
-    auto results = co_await resolver->async_resolve(url_.host, std::to_string(url_.port),
-                                                    asio::redirect_error(use_awaitable, ec));
+    auto results = co_await resolver.async_resolve(where.host, std::to_string(where.port),
+                                                   asio::redirect_error(use_awaitable, ec));
     if (ec) {
-      co_return finish({make_error_code(errc::connect_failed),
-                        "cannot resolve the Redis host '" + url_.host + "': " + ec.message()});
+      co_return Failure{
+          make_error_code(errc::connect_failed),
+          "cannot resolve the host '" + where.host + "' of " + at + ": " + ec.message()};
     }
     for (const auto& entry : results)
       endpoints.emplace_back(entry.endpoint());
@@ -243,7 +269,7 @@ ServerConnection::Awaitable<Failure> ServerConnection::connect_once() {
   for (const auto& endpoint : endpoints) {
     std::error_code ignored;
     socket_.close(ignored);
-    if (*timed_out || closed())
+    if (timed_out || closed())
       break;
     socket_.open(endpoint.protocol(), ec);
     if (ec)
@@ -253,10 +279,10 @@ ServerConnection::Awaitable<Failure> ServerConnection::connect_once() {
       break;
   }
   if (ec) {
-    co_return finish({make_error_code(errc::connect_failed),
-                      "could not connect to Redis at " + url_.address() + ": " + ec.message()});
+    co_return Failure{make_error_code(errc::connect_failed),
+                      "could not connect to " + at + ": " + ec.message()};
   }
-  if (url_.transport == RedisUrl::Transport::tcp) {
+  if (where.transport != RedisUrl::Transport::unix_socket) {
     std::error_code ignored;
     socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
     socket_.set_option(asio::socket_base::keep_alive(true), ignored);
@@ -264,22 +290,93 @@ ServerConnection::Awaitable<Failure> ServerConnection::connect_once() {
   // Calls are written straight from the strand (send_waiting): a write must never block it.
   socket_.non_blocking(true, ec);
   if (ec) {
-    co_return finish({make_error_code(errc::connect_failed),
-                      "could not connect to Redis at " + url_.address() + ": " + ec.message()});
+    co_return Failure{make_error_code(errc::connect_failed),
+                      "could not connect to " + at + ": " + ec.message()};
   }
   if (closed())
-    co_return finish({make_error_code(errc::closed), "the client was closed"});
-  if (tls_context_) {
-    Failure failure = co_await tls_handshake();
-    if (failure.error)
-      co_return finish(std::move(failure));
+    co_return Failure{make_error_code(errc::closed), "the client was closed"};
+  if (tls_context_)
+    co_return co_await tls_handshake(where);
+  co_return Failure{};
+}
+
+ServerConnection::Awaitable<Failure> ServerConnection::find_master(
+    const std::shared_ptr<Resolver>& resolver, const std::shared_ptr<bool>& timed_out) {
+  const std::vector<RedisUrl::Endpoint> round = discovery_->start_round();
+  // Short: a sentinel that does not answer at once is passed over for the next.
+  const std::chrono::milliseconds limit =
+      std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(
+                     options_.connect_timeout / static_cast<int>(round.size() + 1)),
+                 std::chrono::milliseconds(50), std::chrono::milliseconds(500));
+  for (const RedisUrl::Endpoint& sentinel : round) {
+    if (*timed_out || closed())
+      break;
+    discovery_->asking(sentinel);
+    auto late = std::make_shared<bool>(false);
+    auto done = std::make_shared<bool>(false);
+    Timer timer(strand_);
+    timer.expires_after(limit);
+    timer.async_wait([this, self = shared_from_this(), resolver, late, done](std::error_code e) {
+      if (e || *done)
+        return;
+      *late = true;
+      resolver->cancel();
+      std::error_code ignored;
+      socket_.close(ignored);
+    });
+    Failure failure =
+        co_await open_stream(url_.node(sentinel), "the sentinel", *resolver, *timed_out);
+    std::optional<SentinelDiscovery::Answer> answer;
+    if (!failure)
+      answer = co_await ask_sentinel(failure);
+    *done = true;
+    timer.cancel();
+    std::error_code ignored;
+    socket_.close(ignored);
+    tls_.reset();
+    if (answer && answer->master) {
+      server_ = url_.node(*answer->master);
+      co_return Failure{};
+    }
+    if (!answer) {
+      discovery_->unreachable(*late ? "the sentinel at " + sentinel.address() +
+                                          " did not answer within " +
+                                          std::to_string(limit.count()) + " ms"
+                                    : failure.detail);
+    }
   }
-  Failure failure = co_await handshake();
-  co_return finish(std::move(failure));
+  co_return discovery_->round_failure();
+}
+
+ServerConnection::Awaitable<std::optional<SentinelDiscovery::Answer>>
+ServerConnection::ask_sentinel(Failure& failure) {
+  codec::ReplyReader reader;
+  const std::string_view request = discovery_->request();
+  std::error_code ec;
+  if (tls_)
+    co_await asio::async_write(*tls_, asio::buffer(request.data(), request.size()),
+                               asio::redirect_error(use_awaitable, ec));
+  else
+    co_await asio::async_write(socket_, asio::buffer(request.data(), request.size()),
+                               asio::redirect_error(use_awaitable, ec));
+  while (!ec) {
+    if (std::optional<SentinelDiscovery::Answer> answer = discovery_->on_bytes(reader))
+      co_return answer;
+    const std::size_t n =
+        tls_ ? co_await tls_->async_read_some(asio::buffer(read_buffer_),
+                                              asio::redirect_error(use_awaitable, ec))
+             : co_await socket_.async_read_some(asio::buffer(read_buffer_),
+                                                asio::redirect_error(use_awaitable, ec));
+    if (!ec)
+      reader.feed(read_buffer_.data(), n);
+  }
+  failure = {make_error_code(errc::connect_failed),
+             "the connection to the sentinel failed: " + ec.message()};
+  co_return std::nullopt;
 }
 
 std::string ServerConnection::connect_timeout_detail() const {
-  std::string detail = "connecting to Redis at " + url_.address() + " took longer than " +
+  std::string detail = "connecting to Redis at " + server_.address() + " took longer than " +
                        std::to_string(options_.connect_timeout.count()) + " ms";
   // A plain Redis port waits for the end of a command line that a TLS hello never sends.
   if (tls_handshaking_)
@@ -287,13 +384,14 @@ std::string ServerConnection::connect_timeout_detail() const {
   return detail;
 }
 
-ServerConnection::Awaitable<Failure> ServerConnection::tls_handshake() {
+ServerConnection::Awaitable<Failure> ServerConnection::tls_handshake(const RedisUrl& where) {
   tls_.emplace(socket_, *tls_context_);
-  const std::string& name = options_.tls.server_name.empty() ? url_.host : options_.tls.server_name;
+  const std::string& name =
+      options_.tls.server_name.empty() ? where.host : options_.tls.server_name;
   if (!expect_server_name(tls_->native_handle(), name)) {
     co_return Failure{make_error_code(errc::tls_failed),
-                      "cannot check the certificate of Redis at " + url_.address() +
-                          " against the name '" + name + "'; set ClientOptions::tls.server_name"};
+                      "cannot check the certificate of " + where.address() + " against the name '" +
+                          name + "'; set ClientOptions::tls.server_name"};
   }
   std::error_code ec;
   tls_handshaking_ = true;
@@ -305,15 +403,16 @@ ServerConnection::Awaitable<Failure> ServerConnection::tls_handshake() {
   const std::string why = describe_tls_failure(tls_->native_handle(), ec);
   if (why.empty()) {
     co_return Failure{make_error_code(errc::connect_failed),
-                      "the connection to Redis at " + url_.address() +
+                      "the connection to " + where.address() +
                           " failed during the TLS handshake: " + ec.message()};
   }
   co_return Failure{make_error_code(errc::tls_failed),
-                    "the TLS handshake with Redis at " + url_.address() + " failed: " + why};
+                    "the TLS handshake with " + where.address() + " failed: " + why};
 }
 
 ServerConnection::Awaitable<Failure> ServerConnection::handshake() {
-  Handshake handshake(url_, options_.client_name);
+  // Behind Sentinel, the server must be the master it was named (ROLE).
+  Handshake handshake(server_, options_.client_name, discovery_ != nullptr);
   std::error_code ec;
   const std::string_view request = handshake.request();
   if (tls_)
@@ -397,7 +496,7 @@ Failure ServerConnection::lost_while_reading(std::error_code ec) {
   if (silence_.error)  // the socket was closed because the server fell silent
     return std::exchange(silence_, Failure{});
   return {make_error_code(errc::connection_lost),
-          "the connection to Redis at " + url_.address() + " was lost (" +
+          "the connection to Redis at " + server_.address() + " was lost (" +
               (ec == asio::error::eof ? std::string("closed by the server") : ec.message()) +
               ") with the call in flight; it may or may not have run"};
 }
@@ -417,8 +516,8 @@ bool ServerConnection::handle_read(std::size_t size, Failure& failure) {
       delivering_ = false;
       failure = {
           make_error_code(errc::protocol_error),
-          ec ? "Redis at " + url_.address() + " sent a malformed reply: " + reader_->error_text()
-             : "Redis at " + url_.address() + " sent a reply nobody asked for"};
+          ec ? "Redis at " + server_.address() + " sent a malformed reply: " + reader_->error_text()
+             : "Redis at " + server_.address() + " sent a reply nobody asked for"};
       return false;
     }
     if (!reply)
@@ -458,7 +557,7 @@ ServerConnection::Awaitable<void> ServerConnection::write_loop(Failure& failure)
       co_await asio::async_write(socket_, buffer, asio::redirect_error(use_awaitable, ec));
     if (ec) {
       failure = {make_error_code(errc::connection_lost),
-                 "the connection to Redis at " + url_.address() + " failed while sending (" +
+                 "the connection to Redis at " + server_.address() + " failed while sending (" +
                      ec.message() + "); the call may or may not have run"};
       co_return;
     }

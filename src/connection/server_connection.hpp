@@ -23,6 +23,7 @@
 #include <asio/basic_stream_socket.hpp>
 #include <asio/basic_waitable_timer.hpp>
 #include <asio/generic/stream_protocol.hpp>
+#include <asio/ip/tcp.hpp>
 #include <asio/ssl/context.hpp>
 #include <asio/ssl/stream.hpp>
 #include <asio/strand.hpp>
@@ -40,6 +41,7 @@
 #include "leasehold/url.hpp"
 #include "pipeline.hpp"
 #include "reconnect_schedule.hpp"
+#include "sentinel_discovery.hpp"
 #include "transport.hpp"
 
 namespace leasehold::detail {
@@ -58,6 +60,7 @@ class ServerConnection final : public TransportBase, private PipelineSink {
   using Timer = BasicTimer<Strand>;
 
   using TlsContext = std::shared_ptr<asio::ssl::context>;
+  using Resolver = asio::ip::basic_resolver<asio::ip::tcp, Strand>;
 
   // `tls` (from make_tls_context) for a rediss:// URL, null otherwise.
   ServerConnection(asio::io_context::executor_type executor, RedisUrl url, ClientOptions options,
@@ -105,7 +108,18 @@ class ServerConnection final : public TransportBase, private PipelineSink {
 
   Awaitable<void> run();
   Awaitable<Failure> connect_once();
-  Awaitable<Failure> tls_handshake();
+  // Resolves and connects socket_ to `where` (`what` names it in messages: "Redis", "the
+  // sentinel"), then makes the TLS session if the URL asks for one. Closing socket_ or
+  // cancelling `resolver` ends it; so does `timed_out` between endpoints.
+  Awaitable<Failure> open_stream(const RedisUrl& where, std::string_view what, Resolver& resolver,
+                                 const bool& timed_out);
+  // Behind Sentinel: asks the sentinels of a round (SentinelDiscovery) until one names a master,
+  // which server_ then is; else why none did.
+  Awaitable<Failure> find_master(const std::shared_ptr<Resolver>& resolver,
+                                 const std::shared_ptr<bool>& timed_out);
+  // Asks the sentinel socket_ is connected to: its answer, or nothing and `failure`.
+  Awaitable<std::optional<SentinelDiscovery::Answer>> ask_sentinel(Failure& failure);
+  Awaitable<Failure> tls_handshake(const RedisUrl& where);
   std::string connect_timeout_detail() const;
   Awaitable<Failure> handshake();
   Awaitable<void> read_loop(Failure& failure);
@@ -148,6 +162,10 @@ class ServerConnection final : public TransportBase, private PipelineSink {
   UniqueFunction<void(bool)> connection_observer_;
   std::shared_ptr<Subscriber> subscriber_;  // once per client, on its first connection
   ReconnectSchedule reconnect_;
+  // The server this connection reaches: the URL's or, behind Sentinel, the master the sentinels
+  // named last (the URL until then).
+  RedisUrl server_;
+  std::unique_ptr<SentinelDiscovery> discovery_;  // behind Sentinel only
 };
 
 }  // namespace leasehold::detail

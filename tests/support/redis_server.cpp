@@ -133,7 +133,10 @@ std::string test_prefix() {
 
 RedisServer::RedisServer() : RedisServer(Options{}) {}
 
-RedisServer::RedisServer(Options options) : options_(std::move(options)) {
+RedisServer::RedisServer(Options options) : RedisServer(std::move(options), {}) {}
+
+RedisServer::RedisServer(Options options, std::vector<std::string> sentinel_config)
+    : options_(std::move(options)), sentinel_config_(std::move(sentinel_config)) {
   dir_ = make_temp_dir();
   socket_path_ = dir_ + "/redis.sock";
   for (const auto& arg : options_.extra_args)
@@ -185,25 +188,22 @@ std::string RedisServer::unix_url() const {
 
 void RedisServer::launch() {
   const char* binary = std::getenv("LEASEHOLD_REDIS_SERVER");
-  std::vector<std::string> args = {binary ? binary : "redis-server",
-                                   "--port",
-                                   std::to_string(port_),
-                                   "--bind",
-                                   "127.0.0.1",
-                                   "--unixsocket",
-                                   socket_path_,
-                                   "--unixsocketperm",
-                                   "700",
-                                   "--dir",
-                                   dir_,
-                                   "--save",
-                                   "",
-                                   "--appendonly",
-                                   "no",
-                                   "--daemonize",
-                                   "no",
-                                   "--logfile",
-                                   dir_ + "/redis.log"};
+  std::vector<std::string> args = {binary ? binary : "redis-server"};
+  if (!sentinel_config_.empty()) {
+    // Written once: a restarted sentinel keeps what it learned.
+    const std::string config = dir_ + "/sentinel.conf";
+    if (!std::filesystem::exists(config)) {
+      std::ofstream out(config);
+      for (const std::string& line : sentinel_config_)
+        out << line << "\n";
+    }
+    args.push_back(config);
+    args.push_back("--sentinel");
+  }
+  args.insert(args.end(),
+              {"--port", std::to_string(port_), "--bind", "127.0.0.1", "--unixsocket", socket_path_,
+               "--unixsocketperm", "700", "--dir", dir_, "--save", "", "--appendonly", "no",
+               "--daemonize", "no", "--logfile", dir_ + "/redis.log"});
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   std::vector<char*> argv;
   for (auto& arg : args)

@@ -25,6 +25,9 @@ class RedisServer {
 
   RedisServer();
   explicit RedisServer(Options options);
+  // A sentinel (redis-server CONFIG --sentinel) with `sentinel_config` the lines of its
+  // configuration file, which it rewrites as it learns ("sentinel monitor NAME HOST PORT Q", ...).
+  RedisServer(Options options, std::vector<std::string> sentinel_config);
   ~RedisServer();
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
@@ -59,6 +62,7 @@ class RedisServer {
   std::string clock_file() const { return dir_ + "/faketime.rc"; }
 
   Options options_;
+  std::vector<std::string> sentinel_config_;  // a sentinel's, else empty
   std::string dir_;
   std::string socket_path_;
   int port_ = 0;

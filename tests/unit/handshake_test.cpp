@@ -51,7 +51,7 @@ TEST(Handshake, APlainUrlSendsOnlyPingAndTime) {
 TEST(Handshake, MeasuresTheServersClockAgainstHalfTheRoundTrip) {
   using namespace std::chrono_literals;
   const std::chrono::system_clock::time_point sent(1699999990s);
-  Handshake handshake(RedisUrl::parse("redis://127.0.0.1:7000"), "", sent);
+  Handshake handshake(RedisUrl::parse("redis://127.0.0.1:7000"), "", false, sent);
   codec::ReplyReader reader;
   const std::string replies = "+PONG\r\n" + kTime;
   reader.feed(replies.data(), replies.size());
@@ -61,6 +61,33 @@ TEST(Handshake, MeasuresTheServersClockAgainstHalfTheRoundTrip) {
   // The server said 1700000000.25 halfway through the round trip, at 1699999991 here.
   ASSERT_TRUE(handshake.server_clock_offset());
   EXPECT_EQ(*handshake.server_clock_offset(), 9250ms);
+}
+
+TEST(Handshake, BehindSentinelTheServerMustSayItIsAMaster) {
+  const RedisUrl named = RedisUrl::parse("redis://10.0.0.7:6390");
+  Handshake master(named, "", true);
+  EXPECT_EQ(master.request(), bytes_of({"PING"}) + bytes_of({"TIME"}) + bytes_of({"ROLE"}));
+  const std::optional<Failure> ready =
+      verdict(master, "+PONG\r\n" + kTime + "*3\r\n$6\r\nmaster\r\n:10\r\n*0\r\n");
+  ASSERT_TRUE(ready);
+  EXPECT_FALSE(ready->error) << ready->detail;
+  EXPECT_TRUE(master.server_clock_offset()) << "TIME is read where it is, before ROLE";
+
+  Handshake replica(named, "", true);
+  const std::optional<Failure> refused = verdict(
+      replica, "+PONG\r\n" + kTime +
+                   "*5\r\n$5\r\nslave\r\n$8\r\n10.0.0.8\r\n:6390\r\n$9\r\nconnected\r\n:10\r\n");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->error, make_error_code(errc::connect_failed))
+      << "not fatal: the connection asks the sentinels again";
+  EXPECT_TRUE(says(*refused, "10.0.0.7:6390, which the sentinels named the master, is a slave"))
+      << refused->detail;
+
+  Handshake no_role(named, "", true);
+  const std::optional<Failure> trusted = verdict(
+      no_role, "+PONG\r\n" + kTime + "-NOPERM this user has no permissions to run 'role'\r\n");
+  ASSERT_TRUE(trusted);
+  EXPECT_FALSE(trusted->error) << "an ACL may refuse ROLE: the sentinels' word is taken";
 }
 
 TEST(Handshake, ARefusedTimeIsOnlyTheServersClockLost) {

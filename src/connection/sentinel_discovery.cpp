@@ -1,0 +1,147 @@
+#include "sentinel_discovery.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include "leasehold/request.hpp"
+
+namespace leasehold::detail {
+
+SentinelDiscovery::SentinelDiscovery(const RedisUrl& url)
+    : master_name_(url.master_name), sends_auth_(url.has_sentinel_password), sentinels_(url.seeds) {
+  if (sends_auth_) {
+    request_ += url.sentinel_user.empty()
+                    ? Request::command({"AUTH", url.sentinel_password}).bytes()
+                    : Request::command({"AUTH", url.sentinel_user, url.sentinel_password}).bytes();
+  }
+  request_ += Request::command({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", master_name_}).bytes();
+  request_ += Request::command({"SENTINEL", "SENTINELS", master_name_}).bytes();
+  replies_expected_ = sends_auth_ ? 3 : 2;
+}
+
+std::vector<SentinelDiscovery::Endpoint> SentinelDiscovery::start_round() {
+  notes_.clear();
+  round_size_ = sentinels_.size();
+  answered_ = 0;
+  refused_login_ = 0;
+  std::vector<Endpoint> order;
+  if (last_answered_)
+    order.push_back(*last_answered_);
+  for (const Endpoint& sentinel : sentinels_)
+    if (!last_answered_ || sentinel != *last_answered_)
+      order.push_back(sentinel);
+  return order;
+}
+
+void SentinelDiscovery::asking(const Endpoint& sentinel) {
+  asking_ = sentinel;
+  replies_.clear();
+}
+
+void SentinelDiscovery::note(std::string what) {
+  notes_.push_back(asking_.address() + " " + std::move(what));
+}
+
+std::optional<SentinelDiscovery::Answer> SentinelDiscovery::on_bytes(codec::ReplyReader& reader) {
+  std::error_code parse_error;
+  while (replies_.size() < replies_expected_) {
+    Reply* reply = reader.next(parse_error);
+    if (!reply)
+      break;
+    replies_.push_back(std::move(*reply));
+  }
+  if (parse_error) {
+    ++answered_;
+    note("does not speak the Redis protocol: " + reader.error_text());
+    return Answer{};
+  }
+  if (replies_.size() < replies_expected_)
+    return std::nullopt;
+  ++answered_;
+  std::size_t next = 0;
+  if (sends_auth_) {
+    const Reply& auth = replies_[next++];
+    if (auth.is_error()) {
+      ++refused_login_;
+      note("refused the URL's sentinel_user and sentinel_password: " + auth.str);
+      return Answer{};
+    }
+  }
+  const Reply& address = replies_[next++];
+  const Reply& sentinels = replies_[next];
+  if (address.is_error()) {
+    if (address.str.starts_with("NOAUTH")) {
+      ++refused_login_;
+      note("wants a password, and the URL gives none: add ?sentinel_password=…");
+    } else {
+      note("refused SENTINEL GET-MASTER-ADDR-BY-NAME: " + address.str);
+    }
+    return Answer{};
+  }
+  if (address.is_nil() || (address.type == Reply::Type::array && address.elements.empty())) {
+    note("knows no master named '" + master_name_ + "'");
+    return Answer{};
+  }
+  unsigned port = 0;
+  if (address.type != Reply::Type::array || address.elements.size() != 2 ||
+      address.elements[0].str.empty() ||
+      std::from_chars(address.elements[1].str.data(),
+                      address.elements[1].str.data() + address.elements[1].str.size(), port)
+              .ec != std::errc{} ||
+      port == 0 || port > 65535) {
+    note("answered SENTINEL GET-MASTER-ADDR-BY-NAME with " + to_string(address) +
+         "; it may not be a sentinel");
+    return Answer{};
+  }
+  learn_sentinels(sentinels);
+  last_answered_ = asking_;
+  return Answer{Endpoint{address.elements[0].str, static_cast<std::uint16_t>(port)}};
+}
+
+// SENTINEL SENTINELS: one array per other sentinel, of field names and values ("ip", "port", …).
+void SentinelDiscovery::learn_sentinels(const Reply& reply) {
+  if (reply.type != Reply::Type::array)
+    return;  // refused (an ACL may): the list stays as it is
+  for (const Reply& sentinel : reply.elements) {
+    Endpoint endpoint{"", 0};
+    for (std::size_t i = 0; i + 1 < sentinel.elements.size(); i += 2) {
+      const std::string& field = sentinel.elements[i].str;
+      const std::string& value = sentinel.elements[i + 1].str;
+      if (field == "ip") {
+        endpoint.host = value;
+      } else if (field == "port") {
+        unsigned port = 0;
+        if (std::from_chars(value.data(), value.data() + value.size(), port).ec == std::errc{} &&
+            port <= 65535)
+          endpoint.port = static_cast<std::uint16_t>(port);
+      }
+    }
+    if (endpoint.host.empty() || endpoint.port == 0)
+      continue;
+    if (std::find(sentinels_.begin(), sentinels_.end(), endpoint) == sentinels_.end())
+      sentinels_.push_back(std::move(endpoint));
+  }
+}
+
+void SentinelDiscovery::unreachable(std::string why) {
+  notes_.push_back(std::move(why));
+}
+
+Failure SentinelDiscovery::round_failure() const {
+  std::string said;
+  for (const std::string& note : notes_) {
+    if (!said.empty())
+      said += "; ";
+    said += note;
+  }
+  if (answered_ == round_size_ && refused_login_ == answered_ && answered_ > 0) {
+    return {make_error_code(errc::auth_failed),
+            "every sentinel refused to log in: " + said +
+                " (the URL's user and password are the data servers'; the sentinels' are "
+                "?sentinel_user=…&sentinel_password=…)"};
+  }
+  return {make_error_code(errc::connect_failed),
+          "no sentinel named a master for '" + master_name_ + "': " + said};
+}
+
+}  // namespace leasehold::detail

@@ -1,0 +1,77 @@
+// Finding the master that Redis Sentinel names, without I/O, as Handshake is a connection's setup
+// without it: which sentinels to ask and in what order, what to send one, what its replies mean,
+// and why a round in which none named a master failed. The connection asks the sentinels of a
+// round one by one (each within a short timeout) until one names a master, then checks with ROLE
+// that the server it names is one before trusting it (a sentinel may name a stale master in the
+// middle of a failover). The sentinel that answered goes first in the next round, and the
+// sentinels it knows of (SENTINEL SENTINELS) join the list.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codec.hpp"
+#include "failure.hpp"
+#include "leasehold/reply.hpp"
+#include "leasehold/url.hpp"
+
+namespace leasehold::detail {
+
+class SentinelDiscovery {
+ public:
+  using Endpoint = RedisUrl::Endpoint;
+
+  // A sentinel URL: its sentinels, the master's name and the sentinels' credentials.
+  explicit SentinelDiscovery(const RedisUrl& url);
+
+  // The sentinels to ask in a new round, in order: the one that answered last first. Starts the
+  // round: what it notes is what round_failure() tells.
+  std::vector<Endpoint> start_round();
+
+  // What to send a sentinel, in one write: AUTH when the URL gives the sentinels a password,
+  // SENTINEL GET-MASTER-ADDR-BY-NAME, SENTINEL SENTINELS.
+  std::string_view request() const noexcept { return request_; }
+
+  // Before the replies of `sentinel` are read.
+  void asking(const Endpoint& sentinel);
+  // Takes the replies `reader` holds: nothing until each came; then the master's address, or
+  // nothing when this sentinel named none (why is noted for the round). Throws nothing.
+  struct Answer {
+    std::optional<Endpoint> master;
+  };
+  std::optional<Answer> on_bytes(codec::ReplyReader& reader);
+  // The sentinel asked last could not be reached or did not answer in time: `why`, a sentence
+  // that names it.
+  void unreachable(std::string why);
+
+  // Why the round found no master, naming each sentinel asked and what it said. errc::auth_failed
+  // (fatal) when every sentinel that answered refused the URL's sentinel credentials; else
+  // connect_failed.
+  Failure round_failure() const;
+
+  // The sentinels known now: the URL's and those they told of.
+  const std::vector<Endpoint>& sentinels() const noexcept { return sentinels_; }
+
+ private:
+  // Notes what the sentinel asked said, for round_failure().
+  void note(std::string what);
+  void learn_sentinels(const Reply& reply);
+
+  std::string master_name_;
+  std::string request_;
+  std::size_t replies_expected_;
+  bool sends_auth_;
+  std::vector<Endpoint> sentinels_;
+  std::optional<Endpoint> last_answered_;
+  // The round: the sentinel asked, its replies so far, and what each sentinel said.
+  Endpoint asking_;
+  std::vector<Reply> replies_;
+  std::vector<std::string> notes_;
+  std::size_t round_size_ = 0;
+  std::size_t answered_ = 0;       // sentinels that answered this round
+  std::size_t refused_login_ = 0;  // of them, those that refused the credentials
+};
+
+}  // namespace leasehold::detail

@@ -1,0 +1,139 @@
+#include "redis_sentinel.hpp"
+
+#include <stdexcept>
+#include <thread>
+
+namespace leasehold::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Polls `done` every 20 ms until it holds or `timeout` passes; throws `what` then.
+template <class Done>
+void wait_until(Done done, std::chrono::milliseconds timeout, const std::string& what) {
+  const auto deadline = Clock::now() + timeout;
+  while (!done()) {
+    if (Clock::now() > deadline)
+      throw std::runtime_error("the Sentinel test group: " + what);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling against a deadline
+  }
+}
+
+bool says(const Reply& reply, const std::string& words) {
+  return reply.str.find(words) != std::string::npos;
+}
+
+std::string role_of(RedisServer& server) {
+  try {
+    const Reply role = server.command({"ROLE"});
+    return role.elements.empty() ? "" : role.elements.front().str;
+  } catch (const std::exception&) {
+    return "";  // stopped or paused
+  }
+}
+
+}  // namespace
+
+RedisSentinelGroup::RedisSentinelGroup() : RedisSentinelGroup(Options{}) {}
+
+RedisSentinelGroup::RedisSentinelGroup(Options options) : options_(std::move(options)) {
+  servers_.push_back(std::make_unique<RedisServer>());
+  const std::string master_port = std::to_string(servers_.front()->port());
+  for (std::size_t i = 0; i < options_.replicas; ++i) {
+    RedisServer::Options replica;
+    replica.extra_args = {"--replicaof", "127.0.0.1", master_port};
+    servers_.push_back(std::make_unique<RedisServer>(std::move(replica)));
+  }
+  // In sync before the sentinels start: their first look at the master finds every replica.
+  wait_until(
+      [&] {
+        for (std::size_t i = 1; i < servers_.size(); ++i)
+          if (!says(servers_[i]->command({"INFO", "replication"}), "master_link_status:up"))
+            return false;
+        return true;
+      },
+      std::chrono::seconds(10), "the replicas did not sync with the master");
+  const std::string& name = options_.master_name;
+  for (std::size_t i = 0; i < options_.sentinels; ++i) {
+    RedisServer::Options sentinel;
+    const std::vector<std::string> config = {
+        "sentinel monitor " + name + " 127.0.0.1 " + master_port + " 2",
+        "sentinel down-after-milliseconds " + name + " " +
+            std::to_string(options_.down_after.count()),
+        "sentinel failover-timeout " + name + " " +
+            std::to_string(options_.failover_timeout.count()),
+        "sentinel parallel-syncs " + name + " 2"};
+    if (!options_.sentinel_password.empty())
+      sentinel.extra_args = {"--requirepass", options_.sentinel_password};
+    sentinels_.push_back(std::make_unique<RedisServer>(std::move(sentinel), config));
+  }
+  // Sentinels find each other by their hellos on the master, every 2 s.
+  wait_until(
+      [&] {
+        for (const auto& sentinel : sentinels_) {
+          const Reply others = ask_sentinel(*sentinel, {"SENTINEL", "SENTINELS", name});
+          const Reply replicas = ask_sentinel(*sentinel, {"SENTINEL", "REPLICAS", name});
+          if (others.elements.size() + 1 != sentinels_.size() ||
+              replicas.elements.size() != options_.replicas)
+            return false;
+        }
+        return true;
+      },
+      std::chrono::seconds(20), "the sentinels did not find each other and the replicas");
+}
+
+std::string RedisSentinelGroup::url() const {
+  std::string url = "redis-sentinel://";
+  for (std::size_t i = 0; i < sentinels_.size(); ++i)
+    url += (i == 0 ? "" : ",") + std::string("127.0.0.1:") + std::to_string(sentinels_[i]->port());
+  return url + "/" + options_.master_name;
+}
+
+Reply RedisSentinelGroup::ask_sentinel(RedisServer& sentinel,
+                                       const std::vector<std::string>& args) const {
+  sentinel.admin_password = options_.sentinel_password;
+  return sentinel.command(args);
+}
+
+RedisServer* RedisSentinelGroup::master() {
+  for (const auto& server : servers_)
+    if (server->pid() > 0 && role_of(*server) == "master")
+      return server.get();
+  return nullptr;
+}
+
+void RedisSentinelGroup::wait_named(RedisServer& server, std::chrono::milliseconds timeout) {
+  const std::string port = std::to_string(server.port());
+  wait_until(
+      [&] {
+        for (const auto& sentinel : sentinels_) {
+          if (sentinel->pid() <= 0)
+            continue;
+          const Reply named = ask_sentinel(
+              *sentinel, {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", options_.master_name});
+          if (named.elements.size() != 2 || named.elements[1].str != port)
+            return false;
+        }
+        return true;
+      },
+      timeout, "the sentinels do not all name 127.0.0.1:" + port);
+}
+
+RedisServer& RedisSentinelGroup::failover(std::chrono::milliseconds timeout) {
+  RedisServer* before = master();
+  const Reply started =
+      ask_sentinel(*sentinels_.front(), {"SENTINEL", "FAILOVER", options_.master_name});
+  if (started.is_error())
+    throw std::runtime_error("SENTINEL FAILOVER: " + started.str);
+  RedisServer* after = nullptr;
+  wait_until(
+      [&] {
+        after = master();
+        return after != nullptr && after != before;
+      },
+      timeout, "no other server became master");
+  wait_named(*after, timeout);
+  return *after;
+}
+
+}  // namespace leasehold::testing

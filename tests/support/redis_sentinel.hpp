@@ -1,0 +1,63 @@
+// A replicated Redis watched by Redis Sentinel, for one test: a master, its replicas and the
+// sentinels that watch it, each a private RedisServer (temp dir, free loopback port, never 6379),
+// with short timeouts so that a failover takes a second or two. Ready when every replica is in
+// sync and every sentinel knows the master, its replicas and the other sentinels. Stopped by the
+// destructor.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "redis_server.hpp"
+
+namespace leasehold::testing {
+
+class RedisSentinelGroup {
+ public:
+  struct Options {
+    std::size_t replicas = 2;
+    std::size_t sentinels = 3;
+    std::string master_name = "main";
+    // How long the master may be silent before a sentinel thinks it down.
+    std::chrono::milliseconds down_after{1000};
+    std::chrono::milliseconds failover_timeout{3000};
+    // The sentinels' own password (requirepass), empty for none.
+    std::string sentinel_password;
+  };
+
+  RedisSentinelGroup();
+  explicit RedisSentinelGroup(Options options);
+  RedisSentinelGroup(const RedisSentinelGroup&) = delete;
+  RedisSentinelGroup& operator=(const RedisSentinelGroup&) = delete;
+
+  const Options& options() const { return options_; }
+  // redis-sentinel://127.0.0.1:<port>,…/<master name>
+  std::string url() const;
+
+  // The data servers: 0 was the first master, the others its replicas.
+  std::size_t server_count() const { return servers_.size(); }
+  RedisServer& server(std::size_t i) { return *servers_.at(i); }
+  RedisServer& sentinel(std::size_t i) { return *sentinels_.at(i); }
+
+  // The data server that says it is a master (ROLE), or null when none does.
+  RedisServer* master();
+  // SENTINEL FAILOVER through the first sentinel, then waits (up to `timeout`) until another
+  // server is master, in sync with the others, and every running sentinel names it. The new
+  // master.
+  RedisServer& failover(std::chrono::milliseconds timeout);
+  // Waits until every running sentinel names `server` the master.
+  void wait_named(RedisServer& server, std::chrono::milliseconds timeout);
+
+ private:
+  // A command to a sentinel, with its password when it has one.
+  Reply ask_sentinel(RedisServer& sentinel, const std::vector<std::string>& args) const;
+
+  Options options_;
+  std::vector<std::unique_ptr<RedisServer>> servers_;
+  std::vector<std::unique_ptr<RedisServer>> sentinels_;
+};
+
+}  // namespace leasehold::testing

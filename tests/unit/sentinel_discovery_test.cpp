@@ -1,0 +1,121 @@
+// Finding the master behind Sentinel, driven by hand: whom it asks and in what order, what it
+// sends, and what the sentinels' made-up replies mean. No server, no socket.
+#include "sentinel_discovery.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "leasehold/request.hpp"
+
+namespace leasehold::detail {
+namespace {
+
+using Endpoint = RedisUrl::Endpoint;
+
+std::string bytes_of(std::initializer_list<std::string_view> args) {
+  return std::string(Request::command(args).bytes());
+}
+
+// The answer after `replies` (RESP) arrived from `sentinel`, or nothing if it wants more.
+std::optional<SentinelDiscovery::Answer> answer(SentinelDiscovery& discovery,
+                                                const Endpoint& sentinel,
+                                                const std::string& replies) {
+  discovery.asking(sentinel);
+  codec::ReplyReader reader;
+  reader.feed(replies.data(), replies.size());
+  return discovery.on_bytes(reader);
+}
+
+const std::string kMasterAt7 = "*2\r\n$8\r\n10.0.0.7\r\n$4\r\n6390\r\n";
+const std::string kNoOtherSentinels = "*0\r\n";
+// SENTINEL SENTINELS naming one more sentinel (and fields it does not read).
+const std::string kSentinelS9 =
+    "*1\r\n*6\r\n$4\r\nname\r\n$3\r\nabc\r\n$2\r\nip\r\n$2\r\ns9\r\n$4\r\nport\r\n$5\r\n26390\r\n";
+
+TEST(SentinelDiscovery, AsksForTheMasterAndTheOtherSentinelsInOneWrite) {
+  SentinelDiscovery plain(RedisUrl::parse("redis-sentinel://pw@s1,s2/main"));
+  EXPECT_EQ(plain.request(), bytes_of({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", "main"}) +
+                                 bytes_of({"SENTINEL", "SENTINELS", "main"}))
+      << "the URL's password is the data servers'";
+  SentinelDiscovery with_login(
+      RedisUrl::parse("redis-sentinel://s1/main?sentinel_user=watch&sentinel_password=spw"));
+  EXPECT_EQ(with_login.request(), bytes_of({"AUTH", "watch", "spw"}) +
+                                      bytes_of({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", "main"}) +
+                                      bytes_of({"SENTINEL", "SENTINELS", "main"}));
+}
+
+TEST(SentinelDiscovery, NamesTheMasterOnceEveryReplyCame) {
+  SentinelDiscovery discovery(RedisUrl::parse("redis-sentinel://s1,s2/main"));
+  const std::vector<Endpoint> round = discovery.start_round();
+  ASSERT_EQ(round.size(), 2u);
+  EXPECT_FALSE(answer(discovery, round[0], kMasterAt7)) << "SENTINEL SENTINELS is still to come";
+  const auto named = answer(discovery, round[0], kMasterAt7 + kNoOtherSentinels);
+  ASSERT_TRUE(named);
+  ASSERT_TRUE(named->master);
+  EXPECT_EQ(*named->master, (Endpoint{"10.0.0.7", 6390}));
+}
+
+TEST(SentinelDiscovery, TheSentinelThatAnsweredIsAskedFirstAndTheOnesItKnowsJoin) {
+  SentinelDiscovery discovery(RedisUrl::parse("redis-sentinel://s1,s2,s3/main"));
+  std::vector<Endpoint> round = discovery.start_round();
+  EXPECT_EQ(round, (std::vector<Endpoint>{{"s1", 26379}, {"s2", 26379}, {"s3", 26379}}));
+  discovery.asking(round[0]);
+  discovery.unreachable("the sentinel at s1:26379 did not answer within 500 ms");
+  ASSERT_TRUE(answer(discovery, round[1], kMasterAt7 + kSentinelS9)->master);
+
+  round = discovery.start_round();
+  EXPECT_EQ(round,
+            (std::vector<Endpoint>{{"s2", 26379}, {"s1", 26379}, {"s3", 26379}, {"s9", 26390}}));
+}
+
+TEST(SentinelDiscovery, ARoundWithoutAMasterSaysWhatEachSentinelSaid) {
+  SentinelDiscovery discovery(RedisUrl::parse("redis-sentinel://s1,s2,s3:5000/main"));
+  const std::vector<Endpoint> round = discovery.start_round();
+  discovery.asking(round[0]);
+  discovery.unreachable("could not connect to the sentinel at s1:26379: Connection refused");
+  const auto unknown = answer(discovery, round[1], "*-1\r\n-ERR No such master with that name\r\n");
+  ASSERT_TRUE(unknown);
+  EXPECT_FALSE(unknown->master);
+  const auto odd = answer(discovery, round[2], "+OK\r\n+OK\r\n");
+  ASSERT_TRUE(odd);
+  EXPECT_FALSE(odd->master);
+
+  const Failure failure = discovery.round_failure();
+  EXPECT_EQ(failure.error, make_error_code(errc::connect_failed)) << "transient: asked again";
+  for (const char* said : {"no sentinel named a master for 'main'", "s1:26379: Connection refused",
+                           "s2:26379 knows no master named 'main'",
+                           "s3:5000 answered SENTINEL GET-MASTER-ADDR-BY-NAME"})
+    EXPECT_NE(failure.detail.find(said), std::string::npos) << said << "\n" << failure.detail;
+}
+
+TEST(SentinelDiscovery, CredentialsEverySentinelRefusesAreFatal) {
+  SentinelDiscovery discovery(
+      RedisUrl::parse("redis-sentinel://s1,s2/main?sentinel_password=wrong"));
+  std::vector<Endpoint> round = discovery.start_round();
+  for (const Endpoint& sentinel : round) {
+    const auto refused =
+        answer(discovery, sentinel,
+               "-WRONGPASS invalid username-password pair\r\n-NOAUTH Authentication required.\r\n"
+               "-NOAUTH Authentication required.\r\n");
+    ASSERT_TRUE(refused);
+    EXPECT_FALSE(refused->master);
+  }
+  const Failure failure = discovery.round_failure();
+  EXPECT_EQ(failure.error, make_error_code(errc::auth_failed));
+  EXPECT_NE(failure.detail.find("sentinel_password"), std::string::npos) << failure.detail;
+
+  // A password the URL does not give, and one sentinel out of reach: not fatal, it may be back.
+  SentinelDiscovery no_password(RedisUrl::parse("redis-sentinel://s1,s2/main"));
+  round = no_password.start_round();
+  no_password.asking(round[0]);
+  no_password.unreachable("could not connect to the sentinel at s1:26379: Connection refused");
+  ASSERT_TRUE(answer(no_password, round[1],
+                     "-NOAUTH Authentication required.\r\n-NOAUTH Authentication required.\r\n"));
+  const Failure some = no_password.round_failure();
+  EXPECT_EQ(some.error, make_error_code(errc::connect_failed));
+  EXPECT_NE(some.detail.find("add ?sentinel_password="), std::string::npos) << some.detail;
+}
+
+}  // namespace
+}  // namespace leasehold::detail
