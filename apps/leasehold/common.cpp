@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -116,7 +117,15 @@ Client connect_or_exit(const Globals& globals, std::shared_ptr<Observer> observe
     options.client_name = "leasehold-cli";
     options.tls = globals.tls;
     options.observer = std::move(observer);
-    Client client(globals.redis_url, options);
+    RedisUrl url = RedisUrl::parse(globals.redis_url);
+    // The sentinels' password may stay out of the URL (and so out of `ps`).
+    const char* sentinel_password = std::getenv("LEASEHOLD_SENTINEL_PASSWORD");
+    if (url.transport == RedisUrl::Transport::sentinel && !url.has_sentinel_password &&
+        sentinel_password != nullptr && *sentinel_password != '\0') {
+      url.sentinel_password = sentinel_password;
+      url.has_sentinel_password = true;
+    }
+    Client client(std::move(url), options);
     client.connect();
     return client;
   } catch (const Error& e) {

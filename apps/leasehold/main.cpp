@@ -20,10 +20,12 @@ void add_global_options(CLI::App& app, Globals& globals) {
   else
     globals.redis_url = "redis://127.0.0.1:6379";
   app.add_option("--redis", globals.redis_url,
-                 "Redis URL: redis://[user[:password]@]host[:port][/db], unix:///path[?db=N] or "
-                 "redis-cluster://[user[:password]@]host:port[,host:port...]; rediss:// and "
-                 "rediss-cluster:// for TLS (default: $LEASEHOLD_REDIS_URL, then "
-                 "redis://127.0.0.1:6379)");
+                 "Redis URL: redis://[user[:password]@]host[:port][/db], unix:///path[?db=N], "
+                 "redis-cluster://[user[:password]@]host:port[,host:port...] or "
+                 "redis-sentinel://[user[:password]@]host[:port][,...]/MASTER[/db]"
+                 "[?sentinel_password=P]; rediss:// and rediss-cluster:// and rediss-sentinel:// "
+                 "for TLS (default: $LEASEHOLD_REDIS_URL, then redis://127.0.0.1:6379; the "
+                 "sentinels' password may be $LEASEHOLD_SENTINEL_PASSWORD)");
   // TLS: each flag defaults to its environment variable, so that scripts set them once.
   auto tls_option = [&](const char* flag, const char* env, std::string& value, const char* what) {
     if (const char* set = std::getenv(env))

@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "build_paths.hpp"
+#include "child_process.hpp"
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_sentinel.hpp"
@@ -15,6 +17,7 @@ namespace leasehold {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::ChildProcess;
 using testing::RedisSentinelGroup;
 using testing::RedisServer;
 
@@ -105,6 +108,28 @@ TEST_F(SentinelTest, NoSentinelThatAnswersIsAClearErrorNamingThoseTried) {
   EXPECT_NE(message.find("127.0.0.1:" + std::to_string(refusing)), std::string::npos) << message;
 }
 
+TEST_F(SentinelTest, TheCommandRunsListsAndShowsLeasesBehindSentinel) {
+  const std::string dir = group_->sentinel(0).dir();
+  const auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {testing::build_paths::cli, "--redis", group_->url()});
+    return args;
+  };
+  ChildProcess run(cli({"run", name_, "--", "sh", "-c", "echo ran"}), dir);
+  EXPECT_EQ(run.wait(), 0) << run.err();
+  EXPECT_EQ(run.out(), "ran\n");
+
+  ChildProcess hold(cli({"hold", "-t", "5s", name_}), dir, ChildProcess::Input::pipe);
+  ASSERT_TRUE(testing::eventually([&] { return !hold.out().empty(); }, 10s, 20ms)) << hold.err();
+  ChildProcess status(cli({"status", name_}), dir);
+  EXPECT_EQ(status.wait(), 0) << status.err();
+  EXPECT_NE(status.out().find("held"), std::string::npos) << status.out();
+  ChildProcess list(cli({"list"}), dir);
+  EXPECT_EQ(list.wait(), 0) << list.err();
+  EXPECT_NE(list.out().find(name_), std::string::npos) << list.out();
+  hold.close_input();
+  EXPECT_EQ(hold.wait(), 0) << hold.err();
+}
+
 TEST(SentinelPasswordTest, TheSentinelsPasswordIsAQueryParameterAndAWrongOneIsFatal) {
   RedisSentinelGroup group({.replicas = 1, .sentinels = 2, .sentinel_password = "watchword"});
   const Lock<std::string> lock("sentinel", 5s);
@@ -122,6 +147,17 @@ TEST(SentinelPasswordTest, TheSentinelsPasswordIsAQueryParameterAndAWrongOneIsFa
   Client none(group.url());
   const std::string unauthenticated = error_of([&] { none.process(Command{"PING"}); }, code);
   EXPECT_NE(unauthenticated.find("add ?sentinel_password="), std::string::npos) << unauthenticated;
+
+  // The command takes the sentinels' password from the environment too (out of `ps`).
+  ChildProcess run({"env", "LEASEHOLD_SENTINEL_PASSWORD=watchword", testing::build_paths::cli,
+                    "--redis", group.url(), "run", testing::test_prefix(), "--", "true"},
+                   group.sentinel(0).dir());
+  EXPECT_EQ(run.wait(), 0) << run.err();
+  ChildProcess refused({testing::build_paths::cli, "--redis", group.url(), "run",
+                        testing::test_prefix(), "--", "true"},
+                       group.sentinel(0).dir());
+  EXPECT_EQ(refused.wait(), 69) << refused.err();
+  EXPECT_NE(refused.err().find("sentinel_password"), std::string::npos) << refused.err();
 }
 
 }  // namespace
