@@ -27,6 +27,14 @@ using namespace asio_compat::awaitable_operators;
 
 constexpr std::size_t kReadChunk = 64 * 1024;
 
+// A reply by which a server says it is no longer a master: READONLY (also from within a
+// script), or WAIT refused on a replica.
+bool says_demoted(const Reply& reply) {
+  return reply.is_error() &&
+         (reply.str.find("READONLY") != std::string::npos ||
+          reply.str.find("WAIT cannot be used with replica instances") != std::string::npos);
+}
+
 void rethrow_unexpected(std::exception_ptr error) {
   // The loops report failures as values; an exception here is a bug in leasehold.
   if (error)
@@ -512,6 +520,8 @@ bool ServerConnection::handle_read(std::size_t size, Failure& failure) {
   for (;;) {
     std::error_code ec;
     Reply* reply = reader_->next(ec);
+    // Behind Sentinel, a demoted master is left at once: the next connection finds the master.
+    const bool demoted = discovery_ && reply && says_demoted(*reply);
     if (ec || (reply && !pipeline_.on_reply(std::move(*reply)))) {
       delivering_ = false;
       failure = {
@@ -522,6 +532,14 @@ bool ServerConnection::handle_read(std::size_t size, Failure& failure) {
     }
     if (!reply)
       break;
+    if (demoted) {
+      delivering_ = false;
+      failure = {make_error_code(errc::connection_lost),
+                 "Redis at " + server_.address() +
+                     " is no longer the master (it answered as a replica): the connection was "
+                     "closed, and the sentinels are asked for the master again"};
+      return false;
+    }
     if (writes_after_reply(++delivered))
       send_waiting();
   }

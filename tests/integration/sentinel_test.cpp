@@ -79,6 +79,51 @@ TEST_F(SentinelTest, AClientFollowsAFailoverAndTakesLeasesOnTheNewMaster) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
 }
 
+// The sentinels go on naming a master demoted behind their back for down-after-milliseconds plus
+// two of their 10 s INFO periods: the client must leave it at once (READONLY) and not trust it
+// again (ROLE) until it is a master again.
+TEST_F(SentinelTest, AMasterDemotedBehindTheClientsBackIsLeftAndNotTrustedUntilItIsOneAgain) {
+  Client redis(group_->url());
+  ASSERT_TRUE(redis.process(lock_.try_lock(name_ + ":before")));
+  RedisServer& master = *group_->master();
+  RedisServer& other = &master == &group_->server(1) ? group_->server(2) : group_->server(1);
+  const std::string master_port = std::to_string(master.port());
+  ASSERT_EQ(other.command({"REPLICAOF", "NO", "ONE"}).str, "OK");
+  ASSERT_EQ(master.command({"REPLICAOF", "127.0.0.1", std::to_string(other.port())}).str, "OK");
+
+  std::error_code code;
+  const std::string refused = error_of([&] { redis.process(lock_.try_lock(name_)); }, code);
+  EXPECT_EQ(code, errc::read_only_replica) << refused;
+  // Connected again to the server the sentinels still name: refused for its ROLE.
+  std::string last_error;
+  EXPECT_TRUE(testing::eventually(
+      [&] {
+        last_error = error_of([&] { redis.process(Command{"PING"}); }, code);
+        return last_error.find("which the sentinels named the master, is a slave") !=
+               std::string::npos;
+      },
+      10s, 50ms))
+      << last_error;
+
+  ASSERT_EQ(master.command({"REPLICAOF", "NO", "ONE"}).str, "OK");
+  ASSERT_EQ(other.command({"REPLICAOF", "127.0.0.1", master_port}).str, "OK");
+  std::optional<LockToken<Lock<std::string>>> token;
+  EXPECT_TRUE(testing::eventually(
+      [&] {
+        try {
+          token = redis.process(lock_.try_lock(name_));
+        } catch (const Error& e) {
+          last_error = e.what();
+          return false;
+        }
+        return token.has_value();
+      },
+      10s, 20ms))
+      << last_error;
+  ASSERT_TRUE(token);
+  EXPECT_EQ(master.command({"EXISTS", lock_.key(name_)}).integer, 1);
+}
+
 TEST_F(SentinelTest, AMasterNameNoSentinelKnowsIsAClearErrorWithinTheConnectTimeout) {
   std::string url = group_->url();
   url.replace(url.rfind('/') + 1, std::string::npos, "nosuch");
