@@ -40,6 +40,8 @@ std::string format_duration(std::chrono::milliseconds d);
 struct Globals {
   std::string redis_url;
   TlsOptions tls;  // for rediss:// URLs
+  // --replica-acks: WAIT for this many replicas after each acquire and extend (over the URL's).
+  std::optional<int> replica_acks;
   std::string prefix = "leasehold";
   bool verbose = false;
   bool quiet = false;

@@ -125,6 +125,8 @@ Client connect_or_exit(const Globals& globals, std::shared_ptr<Observer> observe
       url.sentinel_password = sentinel_password;
       url.has_sentinel_password = true;
     }
+    if (globals.replica_acks)
+      url.replica_acks = *globals.replica_acks;
     Client client(std::move(url), options);
     client.connect();
     return client;

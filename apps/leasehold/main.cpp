@@ -42,6 +42,10 @@ void add_global_options(CLI::App& app, Globals& globals) {
   tls_option("--tls-server-name", "LEASEHOLD_TLS_SERVER_NAME", globals.tls.server_name,
              "name to expect in the server's certificate (default: the URL's host)");
   app.add_option("--prefix", globals.prefix, "key prefix of every lease (default: leasehold)");
+  app.add_option("--replica-acks", globals.replica_acks,
+                 "after each acquire and extend, wait (WAIT) until N replicas have it, else give "
+                 "it back and fail (default: the URL's ?replica_acks=N, else 0: off)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("-v,--verbose", globals.verbose, "say what happens: waiting, holders, leases");
   app.add_flag("-q,--quiet", globals.quiet, "say nothing but errors");
 }

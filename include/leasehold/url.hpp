@@ -9,12 +9,16 @@
 //                                                   hosts are sentinels, port 26379 by default)
 //   rediss-sentinel://...                          (the same over TLS: sentinels and servers)
 // User and password are the data servers' (a Sentinel URL's sentinels take theirs as query
-// parameters). Credentials and the master name are percent-decoded. A malformed URL is an
+// parameters). Credentials and the master name are percent-decoded. Every URL also takes
+// ?replica_acks=N&replica_ack_timeout=100ms, which set the ClientOptions fields of those names
+// (see options.hpp) over the options the Client is given. A malformed URL is an
 // Error(errc::invalid_url) whose message quotes the URL with its password masked and says what is
 // wrong.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -48,6 +52,9 @@ struct RedisUrl {
   std::string sentinel_user;
   std::string sentinel_password;
   bool has_sentinel_password = false;
+  // Set by the URL's query parameters of those names: they override ClientOptions'.
+  std::optional<int> replica_acks;
+  std::optional<std::chrono::milliseconds> replica_ack_timeout;
 
   // Throws Error(errc::invalid_url) with a message that quotes the masked URL.
   static RedisUrl parse(std::string_view url);

@@ -14,7 +14,12 @@
 namespace leasehold {
 namespace {
 
-ClientOptions validated(ClientOptions options) {
+ClientOptions validated(ClientOptions options, const RedisUrl& url) {
+  // The URL's parameters win: a deployment's URL says what its replication asks for.
+  if (url.replica_acks)
+    options.replica_acks = *url.replica_acks;
+  if (url.replica_ack_timeout)
+    options.replica_ack_timeout = *url.replica_ack_timeout;
   using std::chrono::milliseconds;
   if (options.connect_timeout <= milliseconds::zero())
     throw Error(make_error_code(errc::invalid_argument), "the connect timeout must be positive");
@@ -91,6 +96,13 @@ std::shared_ptr<detail::Transport> make_transport(asio::io_context::executor_typ
   return core;
 }
 
+// The transport for `url`, with the options checked and the URL's parameters applied.
+std::shared_ptr<detail::Transport> make_checked_transport(asio::io_context::executor_type executor,
+                                                          RedisUrl url, ClientOptions options) {
+  ClientOptions checked = validated(std::move(options), url);
+  return make_transport(std::move(executor), std::move(url), std::move(checked));
+}
+
 }  // namespace
 
 namespace {
@@ -111,7 +123,7 @@ Client::Client(std::string_view url, ClientOptions options)
 
 Client::Client(RedisUrl url, ClientOptions options) : owned_(std::make_unique<OwnedThread>()) {
   core_ =
-      make_transport(owned_->context.get_executor(), std::move(url), validated(std::move(options)));
+      make_checked_transport(owned_->context.get_executor(), std::move(url), std::move(options));
   owned_->thread = std::thread([owned = owned_.get()] {
     owned->context.run();
     if (owned->orphaned.load(std::memory_order_acquire))
@@ -120,8 +132,8 @@ Client::Client(RedisUrl url, ClientOptions options) : owned_(std::make_unique<Ow
 }
 
 Client::Client(asio::any_io_executor executor, std::string_view url, ClientOptions options)
-    : core_(make_transport(io_executor_of(executor), RedisUrl::parse(url),
-                           validated(std::move(options)))) {}
+    : core_(make_checked_transport(io_executor_of(executor), RedisUrl::parse(url),
+                                   std::move(options))) {}
 
 Client::~Client() {
   release();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <chrono>
 
 #include "leasehold/error.hpp"
 
@@ -136,14 +137,83 @@ std::vector<RedisUrl::Endpoint> parse_endpoints(std::string_view list, std::uint
   }
 }
 
+// A duration parameter: N (milliseconds), Nms or Ns.
+std::chrono::milliseconds parse_duration(std::string_view key, std::string_view text) {
+  long long scale = 1;
+  if (text.ends_with("ms")) {
+    text.remove_suffix(2);
+  } else if (text.ends_with("s")) {
+    text.remove_suffix(1);
+    scale = 1000;
+  }
+  long long value = 0;
+  if (!parse_number(text, value) || value <= 0 || value > 3'600'000 / scale)
+    throw Failure{std::string(key) +
+                  " must be a positive duration of at most an hour, as in 100ms"};
+  return std::chrono::milliseconds(value * scale);
+}
+
+// The query string: the parameters every URL takes (replica_acks, replica_ack_timeout) and those
+// of its scheme (a unix socket's db, a Sentinel URL's sentinel_user and sentinel_password).
+void parse_query(std::string_view query, RedisUrl& url) {
+  const bool sentinel = url.transport == RedisUrl::Transport::sentinel;
+  const bool unix_socket = url.transport == RedisUrl::Transport::unix_socket;
+  for (;;) {
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    const auto equals = pair.find('=');
+    const std::string_view key = pair.substr(0, equals);
+    const std::string_view value =
+        equals == std::string_view::npos ? std::string_view() : pair.substr(equals + 1);
+    if (key == "replica_acks") {
+      int acks = 0;
+      if (!parse_number(value, acks) || acks < 0)
+        throw Failure{"replica_acks must be a number >= 0 (0: off)"};
+      url.replica_acks = acks;
+    } else if (key == "replica_ack_timeout") {
+      url.replica_ack_timeout = parse_duration(key, value);
+    } else if (unix_socket && key == "db") {
+      url.db = parse_db(value);
+    } else if (sentinel && key == "sentinel_user") {
+      if (!percent_decode(value, url.sentinel_user))
+        throw Failure{"sentinel_user has a bad %-escape"};
+    } else if (sentinel && key == "sentinel_password") {
+      if (!percent_decode(value, url.sentinel_password))
+        throw Failure{"sentinel_password has a bad %-escape"};
+      if (url.sentinel_password.empty())
+        throw Failure{"sentinel_password is empty"};
+      url.has_sentinel_password = true;
+    } else {
+      std::string takes = sentinel      ? "sentinel_user, sentinel_password, "
+                          : unix_socket ? "db, "
+                                        : "";
+      std::string hint = url.transport == RedisUrl::Transport::cluster
+                             ? " (Redis Cluster has only database 0)"
+                         : unix_socket || sentinel ? ""
+                                                   : " (the database is /N)";
+      if (url.tls)
+        hint += "; certificates are set in ClientOptions::tls";
+      throw Failure{"unknown query parameter '" + std::string(key) + "'; the URL takes " + takes +
+                    "replica_acks and replica_ack_timeout" + hint};
+    }
+    if (amp == std::string_view::npos)
+      return;
+    query = query.substr(amp + 1);
+  }
+}
+
+// Splits off and parses the query string, if any: what is left.
+std::string_view take_query(std::string_view rest, RedisUrl& url) {
+  const auto q = rest.find('?');
+  if (q == std::string_view::npos)
+    return rest;
+  parse_query(rest.substr(q + 1), url);
+  return rest.substr(0, q);
+}
+
 void parse_tcp(std::string_view rest, RedisUrl& url) {
   url.transport = RedisUrl::Transport::tcp;
-  if (rest.find('?') != std::string_view::npos) {
-    throw Failure{url.tls ? "rediss:// URLs take no query string; give the database as /N and "
-                            "the certificates in ClientOptions::tls"
-                          : "redis:// URLs take no query string; give the database as /N"};
-  }
-  rest = take_credentials(rest, url);
+  rest = take_credentials(take_query(rest, url), url);
   const auto slash = rest.find('/');
   if (slash != std::string_view::npos) {
     const std::string_view db = rest.substr(slash + 1);
@@ -155,10 +225,7 @@ void parse_tcp(std::string_view rest, RedisUrl& url) {
 
 void parse_cluster(std::string_view rest, RedisUrl& url) {
   url.transport = RedisUrl::Transport::cluster;
-  if (rest.find('?') != std::string_view::npos)
-    throw Failure{url.tls ? "rediss-cluster:// URLs take no query string"
-                          : "redis-cluster:// URLs take no query string"};
-  rest = take_credentials(rest, url);
+  rest = take_credentials(take_query(rest, url), url);
   const auto slash = rest.find('/');
   if (slash != std::string_view::npos) {
     const std::string_view db = rest.substr(slash + 1);
@@ -170,42 +237,9 @@ void parse_cluster(std::string_view rest, RedisUrl& url) {
   url.port = url.seeds.front().port;
 }
 
-// "sentinel_user=U&sentinel_password=P": the sentinels' own credentials.
-void parse_sentinel_query(std::string_view query, RedisUrl& url) {
-  for (;;) {
-    const auto amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    const auto equals = pair.find('=');
-    const std::string_view key = pair.substr(0, equals);
-    const std::string_view value =
-        equals == std::string_view::npos ? std::string_view() : pair.substr(equals + 1);
-    if (key == "sentinel_user") {
-      if (!percent_decode(value, url.sentinel_user))
-        throw Failure{"sentinel_user has a bad %-escape"};
-    } else if (key == "sentinel_password") {
-      if (!percent_decode(value, url.sentinel_password))
-        throw Failure{"sentinel_password has a bad %-escape"};
-      if (url.sentinel_password.empty())
-        throw Failure{"sentinel_password is empty"};
-      url.has_sentinel_password = true;
-    } else {
-      throw Failure{"unknown query parameter '" + std::string(key) +
-                    "'; a Sentinel URL takes sentinel_user and sentinel_password"};
-    }
-    if (amp == std::string_view::npos)
-      return;
-    query = query.substr(amp + 1);
-  }
-}
-
 void parse_sentinel(std::string_view rest, RedisUrl& url) {
   url.transport = RedisUrl::Transport::sentinel;
-  const auto q = rest.find('?');
-  if (q != std::string_view::npos) {
-    parse_sentinel_query(rest.substr(q + 1), url);
-    rest = rest.substr(0, q);
-  }
-  rest = take_credentials(rest, url);
+  rest = take_credentials(take_query(rest, url), url);
   const auto slash = rest.find('/');
   const std::string_view path =
       slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
@@ -261,16 +295,9 @@ RedisUrl parse_or_throw_failure(std::string_view text) {
       rest = rest.substr(at + 1);
     }
     url.transport = RedisUrl::Transport::unix_socket;
-    const auto q = rest.find('?');
-    url.path = std::string(rest.substr(0, q));
+    url.path = std::string(take_query(rest, url));
     if (url.path.empty() || url.path.front() != '/')
       throw Failure{"the socket path must be absolute, as in unix:///run/redis.sock"};
-    if (q != std::string_view::npos) {
-      const std::string_view query = rest.substr(q + 1);
-      if (!query.starts_with("db=") || query.find('&') != std::string_view::npos)
-        throw Failure{"the only query parameter is db=N"};
-      url.db = parse_db(query.substr(3));
-    }
     return url;
   }
   if (text.empty())
@@ -405,19 +432,26 @@ std::string RedisUrl::to_string() const {
   }
   if (transport == Transport::unix_socket) {
     out += path;
-    if (db != 0)
-      out += "?db=" + std::to_string(db);
   } else {
     out += address();
     if (db != 0)
       out += '/' + std::to_string(db);
   }
-  if (transport == Transport::sentinel && (!sentinel_user.empty() || has_sentinel_password)) {
-    out += '?';
-    if (!sentinel_user.empty())
-      out += "sentinel_user=" + sentinel_user + (has_sentinel_password ? "&" : "");
-    if (has_sentinel_password)
-      out += "sentinel_password=***";
+  std::vector<std::string> parameters;
+  if (transport == Transport::unix_socket && db != 0)
+    parameters.push_back("db=" + std::to_string(db));
+  if (!sentinel_user.empty())
+    parameters.push_back("sentinel_user=" + sentinel_user);
+  if (has_sentinel_password)
+    parameters.push_back("sentinel_password=***");
+  if (replica_acks)
+    parameters.push_back("replica_acks=" + std::to_string(*replica_acks));
+  if (replica_ack_timeout)
+    parameters.push_back("replica_ack_timeout=" + std::to_string(replica_ack_timeout->count()) +
+                         "ms");
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    out += i == 0 ? '?' : '&';
+    out += parameters[i];
   }
   return out;
 }

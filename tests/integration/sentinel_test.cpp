@@ -124,6 +124,42 @@ TEST_F(SentinelTest, AMasterDemotedBehindTheClientsBackIsLeftAndNotTrustedUntilI
   EXPECT_EQ(master.command({"EXISTS", lock_.key(name_)}).integer, 1);
 }
 
+TEST_F(SentinelTest, ReplicaAcknowledgementsAreAskedForInTheUrlOrOnTheCommandLine) {
+  Client acknowledged(group_->url() + "?replica_acks=2&replica_ack_timeout=500ms");
+  EXPECT_EQ(acknowledged.options().replica_acks, 2);
+  EXPECT_EQ(acknowledged.options().replica_ack_timeout, 500ms);
+  // Both replicas have it, once they follow the master (an earlier test may have moved it).
+  std::string last_error;
+  EXPECT_TRUE(testing::eventually(
+      [&] {
+        try {
+          return acknowledged.process(lock_.try_lock(name_)).has_value();
+        } catch (const Error& e) {
+          last_error = e.what();
+          return false;
+        }
+      },
+      20s, 100ms))
+      << last_error;
+
+  Client too_many(group_->url() + "?replica_acks=3&replica_ack_timeout=100ms");
+  std::error_code code;
+  const std::string message =
+      error_of([&] { too_many.process(lock_.try_lock(name_ + ":3")); }, code);
+  EXPECT_EQ(code, errc::not_replicated) << message;
+
+  const std::string dir = group_->sentinel(0).dir();
+  ChildProcess refused({testing::build_paths::cli, "--redis", group_->url(), "--replica-acks", "3",
+                        "run", name_ + ":cli", "--", "true"},
+                       dir);
+  EXPECT_EQ(refused.wait(), 69) << refused.err();
+  EXPECT_NE(refused.err().find("replicas"), std::string::npos) << refused.err();
+  ChildProcess run({testing::build_paths::cli, "--redis", group_->url(), "--replica-acks", "2",
+                    "run", name_ + ":cli", "--", "true"},
+                   dir);
+  EXPECT_EQ(run.wait(), 0) << run.err();
+}
+
 TEST_F(SentinelTest, AMasterNameNoSentinelKnowsIsAClearErrorWithinTheConnectTimeout) {
   std::string url = group_->url();
   url.replace(url.rfind('/') + 1, std::string::npos, "nosuch");

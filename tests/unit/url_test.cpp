@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <system_error>
 
@@ -308,6 +309,30 @@ TEST(RedisUrl, TheMasterASentinelNamesIsReachedWithTheDataServersCredentials) {
   EXPECT_TRUE(master.sentinel_password.empty());
 }
 
+TEST(RedisUrl, EveryUrlTakesTheReplicaAcknowledgementParameters) {
+  const RedisUrl tcp =
+      RedisUrl::parse("redis://pw@h:7000/2?replica_acks=1&replica_ack_timeout=250ms");
+  EXPECT_EQ(tcp.replica_acks, 1);
+  EXPECT_EQ(tcp.replica_ack_timeout, std::chrono::milliseconds(250));
+  EXPECT_EQ(tcp.db, 2);
+  EXPECT_EQ(tcp.to_string(), "redis://***@h:7000/2?replica_acks=1&replica_ack_timeout=250ms");
+  EXPECT_EQ(RedisUrl::parse("redis://h?replica_ack_timeout=1s").replica_ack_timeout,
+            std::chrono::milliseconds(1000));
+  EXPECT_EQ(RedisUrl::parse("redis://h?replica_ack_timeout=80").replica_ack_timeout,
+            std::chrono::milliseconds(80));
+  EXPECT_FALSE(RedisUrl::parse("redis://h").replica_acks);
+
+  const RedisUrl unix_socket = RedisUrl::parse("unix:///run/r.sock?replica_acks=2&db=3");
+  EXPECT_EQ(unix_socket.replica_acks, 2);
+  EXPECT_EQ(unix_socket.db, 3);
+  EXPECT_EQ(unix_socket.to_string(), "unix:///run/r.sock?db=3&replica_acks=2");
+  EXPECT_EQ(RedisUrl::parse("redis-cluster://h:7000?replica_acks=1").replica_acks, 1);
+  const RedisUrl sentinel =
+      RedisUrl::parse("redis-sentinel://s1/main?replica_acks=1&sentinel_password=p");
+  EXPECT_EQ(sentinel.replica_acks, 1);
+  EXPECT_TRUE(sentinel.has_sentinel_password);
+}
+
 TEST(MaskPassword, ReplacesThePasswordOnly) {
   EXPECT_EQ(mask_password("redis://alice:s3cret@host:1/2"), "redis://alice:***@host:1/2");
   EXPECT_EQ(mask_password("redis://s3cret@host"), "redis://***@host");
@@ -355,14 +380,14 @@ const Malformed kMalformed[] = {
     {"host:6379", "must start with redis://, rediss://, unix://"},
     {"rediss://alice:Hunter2Secret@host:6380?cacert=/ca.pem", "ClientOptions::tls"},
     {"rediss://alice:Hunter2Secret@", "host is missing"},
-    {"rediss-cluster://alice:Hunter2Secret@h:7000?x", "no query string"},
+    {"rediss-cluster://alice:Hunter2Secret@h:7000?x", "unknown query parameter 'x'"},
     {"redis-clusters://alice:Hunter2Secret@h:7000", "must start with"},
     {"redis://", "host is missing"},
     {"redis-cluster://", "host is missing"},
     {"redis-cluster://alice:Hunter2Secret@h:7000,", "host is missing"},
     {"redis-cluster://alice:Hunter2Secret@h:7000,h:0", "port must be a number"},
     {"redis-cluster://alice:Hunter2Secret@h:7000/2", "only database 0"},
-    {"redis-cluster://alice:Hunter2Secret@h:7000?db=0", "no query string"},
+    {"redis-cluster://alice:Hunter2Secret@h:7000?db=0", "only database 0"},
     {"redis://alice:Hunter2Secret@", "host is missing"},
     {"redis://alice:Hunter2Secret@:6379", "host is missing"},
     {"redis://Hunter2Secret@/2", "host is missing"},
@@ -384,7 +409,7 @@ const Malformed kMalformed[] = {
     {"redis://alice:Hunter2Secret@host/1x", "database"},
     {"redis://alice:Hunter2Secret@host/1/2", "database"},
     {"redis://alice:Hunter2Secret@host/99999999999", "database"},
-    {"redis://alice:Hunter2Secret@host?db=1", "query"},
+    {"redis://alice:Hunter2Secret@host?db=1", "the database is /N"},
     {"redis://al%zzice:Hunter2Secret@host", "user name has a bad %-escape"},
     {"redis://alice:Hunter2Secret%g0@host", "password has a bad %-escape"},
     {"redis://alice:Hunter2Secret%4@host", "password has a bad %-escape"},
@@ -396,9 +421,9 @@ const Malformed kMalformed[] = {
     {"unix://alice:Hunter2Secret@/tmp/r.sock?db=x", "database"},
     {"unix://alice:Hunter2Secret@/tmp/r.sock?db=-2", "database"},
     {"unix://alice:Hunter2Secret@/tmp/r.sock?db=", "database"},
-    {"unix://alice:Hunter2Secret@/tmp/r.sock?timeout=1", "only query parameter is db"},
-    {"unix://alice:Hunter2Secret@/tmp/r.sock?db=1&timeout=1", "only query parameter is db"},
-    {"unix://alice:Hunter2Secret@/tmp/r.sock?", "only query parameter is db"},
+    {"unix://alice:Hunter2Secret@/tmp/r.sock?timeout=1", "the URL takes db, replica_acks"},
+    {"unix://alice:Hunter2Secret@/tmp/r.sock?db=1&timeout=1", "unknown query parameter 'timeout'"},
+    {"unix://alice:Hunter2Secret@/tmp/r.sock?", "unknown query parameter ''"},
     {"unix://alice:Hunter2Secret%zz@/tmp/r.sock", "password has a bad %-escape"},
     {"redis-sentinel://alice:Hunter2Secret@s1:26379", "master's name is missing"},
     {"redis-sentinel://alice:Hunter2Secret@s1:26379/", "master's name is missing"},
@@ -413,6 +438,12 @@ const Malformed kMalformed[] = {
     {"redis-sentinel://s1/main?sentinel_password=Hunter2Secret%z", "sentinel_password has a bad"},
     {"rediss-sentinel://alice:Hunter2Secret@s1:26379", "master's name is missing"},
     {"redis-sentinels://alice:Hunter2Secret@s1/main", "must start with"},
+    {"redis://alice:Hunter2Secret@host?replica_acks=-1", "replica_acks must be a number >= 0"},
+    {"redis://alice:Hunter2Secret@host?replica_acks=one", "replica_acks must be a number"},
+    {"redis://alice:Hunter2Secret@host?replica_ack_timeout=0", "replica_ack_timeout must be"},
+    {"redis://alice:Hunter2Secret@host?replica_ack_timeout=2h", "replica_ack_timeout must be"},
+    {"redis://alice:Hunter2Secret@host?replica_ack_timeout=", "replica_ack_timeout must be"},
+    {"redis-sentinel://s1/main?sentinel_password=Hunter2Secret&replica_acks=x", "replica_acks"},
 };
 
 class MalformedUrl : public ::testing::TestWithParam<Malformed> {};
