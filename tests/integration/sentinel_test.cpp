@@ -211,6 +211,19 @@ TEST_F(SentinelTest, TheCommandRunsListsAndShowsLeasesBehindSentinel) {
   EXPECT_EQ(hold.wait(), 0) << hold.err();
 }
 
+TEST_F(SentinelTest, DoctorChecksTheSentinelsQuorumAndTheMastersSettings) {
+  ChildProcess doctor({testing::build_paths::cli, "--redis", group_->url(), "doctor"},
+                      group_->sentinel(0).dir());
+  const int code = doctor.wait();
+  EXPECT_TRUE(code == 0 || code == 1) << "findings, not a failure to reach Redis: " << doctor.err();
+  const std::string out = doctor.out();
+  for (const char* finding : {"sentinels: all 3 answer and name 127.0.0.1:", "quorum: OK",
+                              "failover-time: a dead master "
+                              "is replaced after down-after-milliseconds 1000 ms",
+                              "min-replicas-to-write: 0"})
+    EXPECT_NE(out.find(finding), std::string::npos) << finding << "\n" << out;
+}
+
 TEST(SentinelPasswordTest, TheSentinelsPasswordIsAQueryParameterAndAWrongOneIsFatal) {
   RedisSentinelGroup group({.replicas = 1, .sentinels = 2, .sentinel_password = "watchword"});
   const Lock<std::string> lock("sentinel", 5s);

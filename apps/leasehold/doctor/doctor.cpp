@@ -92,6 +92,9 @@ int doctor(const Globals& globals, bool json) {
     } else {
       Target target{redis, redis.url(), false, {}};
       findings = check_server(globals, target);
+      if (redis.url().transport == RedisUrl::Transport::sentinel)
+        for (Finding& finding : sentinel_findings(redis, redis.url()))
+          findings.push_back(std::move(finding));
     }
     print_findings(redis.url().address(), findings, json);
     const bool problem = std::any_of(findings.begin(), findings.end(),

@@ -76,6 +76,12 @@ std::vector<Finding> permission_findings(Client& client, const RedisUrl& url,
                                          const std::string& user, const std::string& prefix,
                                          const std::string& scratch);
 
+// ---- A Sentinel URL's sentinels (sentinel.cpp)
+
+// The findings "sentinels", "quorum", "failover-time" and "min-replicas-to-write", from the URL's
+// sentinels and from `master`, the client connected to the master they name.
+std::vector<Finding> sentinel_findings(Client& master, const RedisUrl& url);
+
 // ---- One server's checks (doctor.cpp)
 
 struct SlotRange {
