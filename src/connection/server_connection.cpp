@@ -336,7 +336,7 @@ ServerConnection::Awaitable<Failure> ServerConnection::find_master(
         co_await open_stream(url_.node(sentinel), "the sentinel", *resolver, *timed_out);
     std::optional<SentinelDiscovery::Answer> answer;
     if (!failure)
-      answer = co_await ask_sentinel(failure);
+      answer = co_await ask_sentinel(sentinel, failure);
     *done = true;
     timer.cancel();
     std::error_code ignored;
@@ -357,7 +357,7 @@ ServerConnection::Awaitable<Failure> ServerConnection::find_master(
 }
 
 ServerConnection::Awaitable<std::optional<SentinelDiscovery::Answer>>
-ServerConnection::ask_sentinel(Failure& failure) {
+ServerConnection::ask_sentinel(const RedisUrl::Endpoint& sentinel, Failure& failure) {
   codec::ReplyReader reader;
   const std::string_view request = discovery_->request();
   std::error_code ec;
@@ -378,8 +378,9 @@ ServerConnection::ask_sentinel(Failure& failure) {
     if (!ec)
       reader.feed(read_buffer_.data(), n);
   }
-  failure = {make_error_code(errc::connect_failed),
-             "the connection to the sentinel failed: " + ec.message()};
+  failure = {
+      make_error_code(errc::connect_failed),
+      "the connection to the sentinel at " + sentinel.address() + " failed: " + ec.message()};
   co_return std::nullopt;
 }
 

@@ -117,8 +117,9 @@ class ServerConnection final : public TransportBase, private PipelineSink {
   // which server_ then is; else why none did.
   Awaitable<Failure> find_master(const std::shared_ptr<Resolver>& resolver,
                                  const std::shared_ptr<bool>& timed_out);
-  // Asks the sentinel socket_ is connected to: its answer, or nothing and `failure`.
-  Awaitable<std::optional<SentinelDiscovery::Answer>> ask_sentinel(Failure& failure);
+  // Asks `sentinel`, to which socket_ is connected: its answer, or nothing and `failure`.
+  Awaitable<std::optional<SentinelDiscovery::Answer>> ask_sentinel(
+      const RedisUrl::Endpoint& sentinel, Failure& failure);
   Awaitable<Failure> tls_handshake(const RedisUrl& where);
   std::string connect_timeout_detail() const;
   Awaitable<Failure> handshake();
