@@ -2,6 +2,7 @@
 // reaches the master the sentinels name, follows a failover, and says clearly what is wrong when
 // the master's name is unknown, no sentinel answers, or the sentinels refuse its password.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <memory>
@@ -189,10 +190,13 @@ TEST_F(SentinelTest, NoSentinelThatAnswersIsAClearErrorNamingThoseTried) {
   EXPECT_NE(message.find("127.0.0.1:" + std::to_string(refusing)), std::string::npos) << message;
 }
 
-TEST_F(SentinelTest, TheCommandRunsListsAndShowsLeasesBehindSentinel) {
+TEST_F(SentinelTest, TheCommandRunsListsAndWatchesLeasesBehindSentinel) {
   const std::string dir = group_->sentinel(0).dir();
+  const std::string prefix = "cli" + std::to_string(::getpid());
   const auto cli = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), {testing::build_paths::cli, "--redis", group_->url()});
+    // A prefix of its own: the suite's other tests leave leases on the same master.
+    args.insert(args.begin(),
+                {testing::build_paths::cli, "--redis", group_->url(), "--prefix", prefix});
     return args;
   };
   ChildProcess run(cli({"run", name_, "--", "sh", "-c", "echo ran"}), dir);
@@ -207,6 +211,10 @@ TEST_F(SentinelTest, TheCommandRunsListsAndShowsLeasesBehindSentinel) {
   ChildProcess list(cli({"list"}), dir);
   EXPECT_EQ(list.wait(), 0) << list.err();
   EXPECT_NE(list.out().find(name_), std::string::npos) << list.out();
+  ChildProcess top(cli({"top", "--once"}), dir);
+  EXPECT_EQ(top.wait(), 0) << top.err();
+  EXPECT_NE(top.out().find("1 lease"), std::string::npos) << top.out();
+  EXPECT_NE(top.out().find("exclusive"), std::string::npos) << top.out();
   hold.close_input();
   EXPECT_EQ(hold.wait(), 0) << hold.err();
 }
