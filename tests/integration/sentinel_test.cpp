@@ -59,7 +59,7 @@ TEST_F(SentinelTest, LeasesAreTakenOnTheMasterTheSentinelsName) {
 TEST_F(SentinelTest, AClientFollowsAFailoverAndTakesLeasesOnTheNewMaster) {
   Client redis(group_->url());
   ASSERT_TRUE(redis.process(Command{"PING"}).str == "PONG");
-  RedisServer& promoted = group_->failover(20s);
+  RedisServer& promoted = group_->failover(30s);
 
   // The old connection is closed or demoted: the client finds the new master by itself.
   const auto started = std::chrono::steady_clock::now();
@@ -172,7 +172,8 @@ TEST_F(SentinelTest, AMasterNameNoSentinelKnowsIsAClearErrorWithinTheConnectTime
   const std::string message = error_of([&] { redis.process(Command{"PING"}); }, code);
   EXPECT_EQ(code, condition::transient);
   EXPECT_NE(message.find("knows no master named 'nosuch'"), std::string::npos) << message;
-  EXPECT_LT(std::chrono::steady_clock::now() - started, 3s);
+  // The call fails at its command timeout (2 s); the margin is for a loaded machine.
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
 }
 
 TEST_F(SentinelTest, NoSentinelThatAnswersIsAClearErrorNamingThoseTried) {

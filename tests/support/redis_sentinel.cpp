@@ -121,8 +121,15 @@ void RedisSentinelGroup::wait_named(RedisServer& server, std::chrono::millisecon
 
 RedisServer& RedisSentinelGroup::failover(std::chrono::milliseconds timeout) {
   RedisServer* before = master();
-  const Reply started =
-      ask_sentinel(*sentinels_.front(), {"SENTINEL", "FAILOVER", options_.master_name});
+  // A sentinel that has not heard from a replica lately finds no good one (NOGOODSLAVE) and
+  // asks again after its next INFO; on a loaded machine that takes a while.
+  Reply started;
+  wait_until(
+      [&] {
+        started = ask_sentinel(*sentinels_.front(), {"SENTINEL", "FAILOVER", options_.master_name});
+        return !started.is_error() || started.str.find("NOGOODSLAVE") == std::string::npos;
+      },
+      timeout, "SENTINEL FAILOVER found no good replica");
   if (started.is_error())
     throw std::runtime_error("SENTINEL FAILOVER: " + started.str);
   RedisServer* after = nullptr;

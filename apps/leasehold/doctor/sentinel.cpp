@@ -22,8 +22,9 @@ std::unique_ptr<Client> sentinel_client(const RedisUrl& url, const RedisUrl::End
   at.has_password = url.has_sentinel_password;
   ClientOptions options;
   options.client_name = "leasehold-doctor";
-  options.connect_timeout = std::chrono::milliseconds(1000);
-  options.command_timeout = std::chrono::milliseconds(1000);
+  // As long as the master's: a sentinel slow to answer is slow, not absent.
+  options.connect_timeout = std::chrono::milliseconds(2000);
+  options.command_timeout = std::chrono::milliseconds(2000);
   options.warn_on_eviction_policy = false;  // a sentinel keeps no keys
   return std::make_unique<Client>(std::move(at), options);
 }
