@@ -521,8 +521,17 @@ bool ServerConnection::handle_read(std::size_t size, Failure& failure) {
   for (;;) {
     std::error_code ec;
     Reply* reply = reader_->next(ec);
-    // Behind Sentinel, a demoted master is left at once: the next connection finds the master.
-    const bool demoted = discovery_ && reply && says_demoted(*reply);
+    // Behind Sentinel, a demoted master is left at once, before its answer is taken: the call
+    // it refused did not run, and goes to the master the next connection finds if it may be sent
+    // again (acquires, extends); others end as after any lost connection.
+    if (!ec && reply && discovery_ && says_demoted(*reply)) {
+      delivering_ = false;
+      failure = {make_error_code(errc::connection_lost),
+                 "Redis at " + server_.address() +
+                     " is no longer the master (it answered as a replica): the connection was "
+                     "closed, and the sentinels are asked for the master again"};
+      return false;
+    }
     if (ec || (reply && !pipeline_.on_reply(std::move(*reply)))) {
       delivering_ = false;
       failure = {
@@ -533,14 +542,6 @@ bool ServerConnection::handle_read(std::size_t size, Failure& failure) {
     }
     if (!reply)
       break;
-    if (demoted) {
-      delivering_ = false;
-      failure = {make_error_code(errc::connection_lost),
-                 "Redis at " + server_.address() +
-                     " is no longer the master (it answered as a replica): the connection was "
-                     "closed, and the sentinels are asked for the master again"};
-      return false;
-    }
     if (writes_after_reply(++delivered))
       send_waiting();
   }

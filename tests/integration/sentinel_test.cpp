@@ -85,26 +85,27 @@ TEST_F(SentinelTest, AClientFollowsAFailoverAndTakesLeasesOnTheNewMaster) {
 // again (ROLE) until it is a master again.
 TEST_F(SentinelTest, AMasterDemotedBehindTheClientsBackIsLeftAndNotTrustedUntilItIsOneAgain) {
   Client redis(group_->url());
-  ASSERT_TRUE(redis.process(lock_.try_lock(name_ + ":before")));
+  const auto before = redis.process(lock_.try_lock(name_ + ":before"));
+  ASSERT_TRUE(before);
   RedisServer& master = *group_->master();
   RedisServer& other = &master == &group_->server(1) ? group_->server(2) : group_->server(1);
   const std::string master_port = std::to_string(master.port());
   ASSERT_EQ(other.command({"REPLICAOF", "NO", "ONE"}).str, "OK");
   ASSERT_EQ(master.command({"REPLICAOF", "127.0.0.1", std::to_string(other.port())}).str, "OK");
 
+  // The release it refuses closes the connection: its outcome is unknown, as after any lost
+  // connection (a release is not sent twice).
   std::error_code code;
-  const std::string refused = error_of([&] { redis.process(lock_.try_lock(name_)); }, code);
-  EXPECT_EQ(code, errc::read_only_replica) << refused;
-  // Connected again to the server the sentinels still name: refused for its ROLE.
+  const std::string released = error_of([&] { redis.process(before->release()); }, code);
+  EXPECT_EQ(code, errc::connection_lost) << released;
+  EXPECT_NE(released.find("is no longer the master"), std::string::npos) << released;
+  // An acquire would be sent again to the master the next connection finds; the server the
+  // sentinels still name is refused for its ROLE, so it waits in vain.
+  const std::string waited = error_of([&] { redis.process(lock_.try_lock(name_)); }, code);
+  EXPECT_EQ(code, errc::command_timeout) << waited;
+  EXPECT_NE(waited.find("which the sentinels named the master, is a slave"), std::string::npos)
+      << waited;
   std::string last_error;
-  EXPECT_TRUE(testing::eventually(
-      [&] {
-        last_error = error_of([&] { redis.process(Command{"PING"}); }, code);
-        return last_error.find("which the sentinels named the master, is a slave") !=
-               std::string::npos;
-      },
-      10s, 50ms))
-      << last_error;
 
   ASSERT_EQ(master.command({"REPLICAOF", "NO", "ONE"}).str, "OK");
   ASSERT_EQ(other.command({"REPLICAOF", "127.0.0.1", master_port}).str, "OK");
