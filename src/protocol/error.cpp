@@ -127,14 +127,16 @@ class ConditionCategory final : public std::error_category {
 
 }  // namespace
 
+// The categories are never destroyed: a client's I/O thread may still compare codes while a
+// program that calls exit() destroys its statics (the command does, with its client closing).
 const std::error_category& category() noexcept {
-  static const Category instance;
-  return instance;
+  static const Category* const instance = new Category;
+  return *instance;
 }
 
 const std::error_category& condition_category() noexcept {
-  static const ConditionCategory instance;
-  return instance;
+  static const ConditionCategory* const instance = new ConditionCategory;
+  return *instance;
 }
 
 void throw_if(std::error_code code, const std::string& detail) {
