@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -30,11 +31,23 @@ void warn(const std::string& message) {
   std::cerr << "leasehold: " + message + "\n" << std::flush;
 }
 
+namespace {
+
+// Exits at once, without destroying the program's statics: a client's I/O thread may still be
+// finishing what its close() drained (an acquire's release), and would read them as they go.
+[[noreturn]] void exit_now(int code) {
+  std::cout.flush();
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
+
+}  // namespace
+
 void exit_unavailable(const std::exception& e) {
   std::string reason = e.what();
   std::replace(reason.begin(), reason.end(), '\n', ' ');
   warn("Redis is unavailable: " + reason);
-  std::exit(kExitUnavailable);
+  exit_now(kExitUnavailable);
 }
 
 std::vector<ForeignKey> keys_of_another_type(const Globals& globals, Client& redis,
@@ -88,7 +101,7 @@ void exit_failure(const Globals& globals, Client& redis, const std::string& name
   if (error == nullptr || error->code() != errc::wrong_type)
     exit_unavailable(e);
   warn(wrong_type_message(globals, redis, name, e));
-  std::exit(kExitDataErr);
+  exit_now(kExitDataErr);
 }
 
 std::string loss_reason(std::error_code cause) {
@@ -108,7 +121,7 @@ void exit_raw_key_failure(Client& redis, const std::string& key, const std::exce
   warn(key + " holds " + type +
        ", not a lock (a lock key holds a string): --raw-key names a key that other clients "
        "lock; check the key's name");
-  std::exit(kExitDataErr);
+  exit_now(kExitDataErr);
 }
 
 Client connect_or_exit(const Globals& globals, std::shared_ptr<Observer> observer) {
@@ -133,7 +146,7 @@ Client connect_or_exit(const Globals& globals, std::shared_ptr<Observer> observe
   } catch (const Error& e) {
     if (e.code() == condition::usage) {
       warn(e.what());
-      std::exit(kExitUsage);
+      exit_now(kExitUsage);
     }
     exit_unavailable(e);
   }
