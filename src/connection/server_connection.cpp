@@ -2,27 +2,22 @@
 
 #include <algorithm>
 #include <asio/co_spawn.hpp>
-#include <asio/connect.hpp>
 #include <asio/dispatch.hpp>
 #include <asio/ip/tcp.hpp>
-#include <asio/local/stream_protocol.hpp>
 #include <asio/post.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
 #include "client_operations.hpp"
-#include "handshake.hpp"
 #include "leasehold/detail/asio_compat.hpp"
 #include "leasehold/observer.hpp"
-#include "sentinel_discovery.hpp"
 #include "subscriber.hpp"
 #include "tls.hpp"
 
 namespace leasehold::detail {
 namespace {
 
-constexpr asio::use_awaitable_t<ServerConnection::Strand> use_awaitable;
 using namespace asio_compat::awaitable_operators;
 
 constexpr std::size_t kReadChunk = 64 * 1024;
@@ -202,251 +197,6 @@ ServerConnection::Awaitable<void> ServerConnection::run() {
   }
   std::error_code ignored;
   socket_.close(ignored);
-}
-
-ServerConnection::Awaitable<Failure> ServerConnection::connect_once() {
-  reader_ = std::make_unique<codec::ReplyReader>();
-  std::error_code ec;
-  socket_.close(ec);
-  tls_.reset();
-
-  // One watchdog bounds finding the master, resolving, connecting and the handshake: closing the
-  // socket (and cancelling the resolver) makes whatever is pending complete with an error.
-  auto resolver = std::make_shared<Resolver>(strand_);
-  auto timed_out = std::make_shared<bool>(false);
-  Timer watchdog(strand_);
-  watchdog.expires_after(options_.connect_timeout);
-  watchdog.async_wait([this, self = shared_from_this(), resolver, timed_out](std::error_code e) {
-    if (e || *timed_out)
-      return;
-    *timed_out = true;
-    resolver->cancel();
-    std::error_code ignored;
-    socket_.close(ignored);
-    // A name lookup in progress cannot be interrupted: tell the waiters now, not when it ends.
-    notify_connect_waiters({make_error_code(errc::connect_timeout), connect_timeout_detail()});
-  });
-  auto finish = [&](Failure failure) {
-    if (*timed_out)
-      return Failure{make_error_code(errc::connect_timeout), connect_timeout_detail()};
-    *timed_out = true;  // disarms the watchdog if its completion is already queued
-    watchdog.cancel();
-    return failure;
-  };
-
-  if (discovery_) {
-    if (Failure failure = co_await find_master(resolver, timed_out))
-      co_return finish(std::move(failure));
-  }
-  if (Failure failure = co_await open_stream(server_, "Redis", *resolver, *timed_out))
-    co_return finish(std::move(failure));
-  if (closed())
-    co_return finish({make_error_code(errc::closed), "the client was closed"});
-  Failure failure = co_await handshake();
-  co_return finish(std::move(failure));
-}
-
-ServerConnection::Awaitable<Failure> ServerConnection::open_stream(const RedisUrl& where,
-                                                                   std::string_view what,
-                                                                   Resolver& resolver,
-                                                                   const bool& timed_out) {
-  const std::string at = std::string(what) + " at " + where.address();
-  std::vector<asio::generic::stream_protocol::endpoint> endpoints;
-  std::error_code ec;
-  if (where.transport == RedisUrl::Transport::unix_socket) {
-    try {
-      endpoints.emplace_back(asio::local::stream_protocol::endpoint(where.path));
-    } catch (const std::system_error& e) {
-      co_return Failure{
-          make_error_code(errc::connect_failed),
-          "cannot use the unix socket path '" + where.path + "': " + e.code().message()};
-    }
-  } else {
-    auto results = co_await resolver.async_resolve(where.host, std::to_string(where.port),
-                                                   asio::redirect_error(use_awaitable, ec));
-    if (ec) {
-      co_return Failure{
-          make_error_code(errc::connect_failed),
-          "cannot resolve the host '" + where.host + "' of " + at + ": " + ec.message()};
-    }
-    for (const auto& entry : results)
-      endpoints.emplace_back(entry.endpoint());
-  }
-
-  ec = asio::error::host_not_found;
-  for (const auto& endpoint : endpoints) {
-    std::error_code ignored;
-    socket_.close(ignored);
-    if (timed_out || closed())
-      break;
-    socket_.open(endpoint.protocol(), ec);
-    if (ec)
-      continue;
-    co_await socket_.async_connect(endpoint, asio::redirect_error(use_awaitable, ec));
-    if (!ec)
-      break;
-  }
-  if (ec) {
-    co_return Failure{make_error_code(errc::connect_failed),
-                      "could not connect to " + at + ": " + ec.message()};
-  }
-  if (where.transport != RedisUrl::Transport::unix_socket) {
-    std::error_code ignored;
-    socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
-    socket_.set_option(asio::socket_base::keep_alive(true), ignored);
-  }
-  // Calls are written straight from the strand (send_waiting): a write must never block it.
-  socket_.non_blocking(true, ec);
-  if (ec) {
-    co_return Failure{make_error_code(errc::connect_failed),
-                      "could not connect to " + at + ": " + ec.message()};
-  }
-  if (closed())
-    co_return Failure{make_error_code(errc::closed), "the client was closed"};
-  if (tls_context_)
-    co_return co_await tls_handshake(where);
-  co_return Failure{};
-}
-
-ServerConnection::Awaitable<Failure> ServerConnection::find_master(
-    const std::shared_ptr<Resolver>& resolver, const std::shared_ptr<bool>& timed_out) {
-  const std::vector<RedisUrl::Endpoint> round = discovery_->start_round();
-  // Short: a sentinel that does not answer at once is passed over for the next.
-  const std::chrono::milliseconds limit =
-      std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(
-                     options_.connect_timeout / static_cast<int>(round.size() + 1)),
-                 std::chrono::milliseconds(50), std::chrono::milliseconds(500));
-  for (const RedisUrl::Endpoint& sentinel : round) {
-    if (*timed_out || closed())
-      break;
-    discovery_->asking(sentinel);
-    auto late = std::make_shared<bool>(false);
-    auto done = std::make_shared<bool>(false);
-    Timer timer(strand_);
-    timer.expires_after(limit);
-    timer.async_wait([this, self = shared_from_this(), resolver, late, done](std::error_code e) {
-      if (e || *done)
-        return;
-      *late = true;
-      resolver->cancel();
-      std::error_code ignored;
-      socket_.close(ignored);
-    });
-    Failure failure =
-        co_await open_stream(url_.node(sentinel), "the sentinel", *resolver, *timed_out);
-    std::optional<SentinelDiscovery::Answer> answer;
-    if (!failure)
-      answer = co_await ask_sentinel(sentinel, failure);
-    *done = true;
-    timer.cancel();
-    std::error_code ignored;
-    socket_.close(ignored);
-    tls_.reset();
-    if (answer && answer->master) {
-      server_ = url_.node(*answer->master);
-      co_return Failure{};
-    }
-    if (!answer) {
-      discovery_->unreachable(*late ? "the sentinel at " + sentinel.address() +
-                                          " did not answer within " +
-                                          std::to_string(limit.count()) + " ms"
-                                    : failure.detail);
-    }
-  }
-  co_return discovery_->round_failure();
-}
-
-ServerConnection::Awaitable<std::optional<SentinelDiscovery::Answer>>
-ServerConnection::ask_sentinel(const RedisUrl::Endpoint& sentinel, Failure& failure) {
-  codec::ReplyReader reader;
-  const std::string_view request = discovery_->request();
-  std::error_code ec;
-  if (tls_)
-    co_await asio::async_write(*tls_, asio::buffer(request.data(), request.size()),
-                               asio::redirect_error(use_awaitable, ec));
-  else
-    co_await asio::async_write(socket_, asio::buffer(request.data(), request.size()),
-                               asio::redirect_error(use_awaitable, ec));
-  while (!ec) {
-    if (std::optional<SentinelDiscovery::Answer> answer = discovery_->on_bytes(reader))
-      co_return answer;
-    const std::size_t n =
-        tls_ ? co_await tls_->async_read_some(asio::buffer(read_buffer_),
-                                              asio::redirect_error(use_awaitable, ec))
-             : co_await socket_.async_read_some(asio::buffer(read_buffer_),
-                                                asio::redirect_error(use_awaitable, ec));
-    if (!ec)
-      reader.feed(read_buffer_.data(), n);
-  }
-  failure = {
-      make_error_code(errc::connect_failed),
-      "the connection to the sentinel at " + sentinel.address() + " failed: " + ec.message()};
-  co_return std::nullopt;
-}
-
-std::string ServerConnection::connect_timeout_detail() const {
-  std::string detail = "connecting to Redis at " + server_.address() + " took longer than " +
-                       std::to_string(options_.connect_timeout.count()) + " ms";
-  // A plain Redis port waits for the end of a command line that a TLS hello never sends.
-  if (tls_handshaking_)
-    detail += " during the TLS handshake; check that the port takes TLS (else use redis://)";
-  return detail;
-}
-
-ServerConnection::Awaitable<Failure> ServerConnection::tls_handshake(const RedisUrl& where) {
-  tls_.emplace(socket_, *tls_context_);
-  const std::string& name =
-      options_.tls.server_name.empty() ? where.host : options_.tls.server_name;
-  if (!expect_server_name(tls_->native_handle(), name)) {
-    co_return Failure{make_error_code(errc::tls_failed),
-                      "cannot check the certificate of " + where.address() + " against the name '" +
-                          name + "'; set ClientOptions::tls.server_name"};
-  }
-  std::error_code ec;
-  tls_handshaking_ = true;
-  co_await tls_->async_handshake(asio::ssl::stream_base::client,
-                                 asio::redirect_error(use_awaitable, ec));
-  tls_handshaking_ = false;
-  if (!ec)
-    co_return Failure{};
-  const std::string why = describe_tls_failure(tls_->native_handle(), ec);
-  if (why.empty()) {
-    co_return Failure{make_error_code(errc::connect_failed),
-                      "the connection to " + where.address() +
-                          " failed during the TLS handshake: " + ec.message()};
-  }
-  co_return Failure{make_error_code(errc::tls_failed),
-                    "the TLS handshake with " + where.address() + " failed: " + why};
-}
-
-ServerConnection::Awaitable<Failure> ServerConnection::handshake() {
-  // Behind Sentinel, the server must be the master it was named (ROLE).
-  Handshake handshake(server_, options_.client_name, discovery_ != nullptr);
-  std::error_code ec;
-  const std::string_view request = handshake.request();
-  if (tls_)
-    co_await asio::async_write(*tls_, asio::buffer(request.data(), request.size()),
-                               asio::redirect_error(use_awaitable, ec));
-  else
-    co_await asio::async_write(socket_, asio::buffer(request.data(), request.size()),
-                               asio::redirect_error(use_awaitable, ec));
-  while (!ec) {
-    if (std::optional<Failure> verdict = handshake.on_bytes(*reader_)) {
-      if (!*verdict && handshake.server_clock_offset())
-        note_server_clock_offset(*handshake.server_clock_offset());
-      co_return std::move(*verdict);
-    }
-    const std::size_t n =
-        tls_ ? co_await tls_->async_read_some(asio::buffer(read_buffer_),
-                                              asio::redirect_error(use_awaitable, ec))
-             : co_await socket_.async_read_some(asio::buffer(read_buffer_),
-                                                asio::redirect_error(use_awaitable, ec));
-    if (!ec)
-      reader_->feed(read_buffer_.data(), n);
-  }
-  co_return handshake.broken(ec, tls_.has_value(),
-                             tls_ ? describe_tls_failure(tls_->native_handle(), ec) : std::string(),
-                             !options_.tls.cert_file.empty());
 }
 
 ServerConnection::Awaitable<void> ServerConnection::read_loop(Failure& failure) {

@@ -27,10 +27,12 @@
 #include <asio/ssl/context.hpp>
 #include <asio/ssl/stream.hpp>
 #include <asio/strand.hpp>
+#include <asio/use_awaitable.hpp>
 #include <deque>
 #include <memory>
 #include <optional>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "codec.hpp"
@@ -61,6 +63,8 @@ class ServerConnection final : public TransportBase, private PipelineSink {
 
   using TlsContext = std::shared_ptr<asio::ssl::context>;
   using Resolver = asio::ip::basic_resolver<asio::ip::tcp, Strand>;
+  // The completion token of the loops' and the setup's awaits, on the strand.
+  static constexpr asio::use_awaitable_t<Strand> use_awaitable{};
 
   // `tls` (from make_tls_context) for a rediss:// URL, null otherwise.
   ServerConnection(asio::io_context::executor_type executor, RedisUrl url, ClientOptions options,
@@ -121,6 +125,13 @@ class ServerConnection final : public TransportBase, private PipelineSink {
   Awaitable<std::optional<SentinelDiscovery::Answer>> ask_sentinel(
       const RedisUrl::Endpoint& sentinel, Failure& failure);
   Awaitable<Failure> tls_handshake(const RedisUrl& where);
+  // Writes `request`, then reads into `reader` until `answer(reader)` (an optional) gives a
+  // value: that value, or nothing and `ec` when the stream broke first. The setup's exchanges
+  // (the handshake, a sentinel's question) use it, before the read loop runs.
+  template <class Answer>
+  auto exchange(std::string_view request, codec::ReplyReader& reader, Answer answer,
+                std::error_code& ec)
+      -> Awaitable<std::invoke_result_t<Answer&, codec::ReplyReader&>>;
   std::string connect_timeout_detail() const;
   Awaitable<Failure> handshake();
   Awaitable<void> read_loop(Failure& failure);
