@@ -16,28 +16,10 @@
 #include <vector>
 
 #include "leasehold/client.hpp"
+#include "leasehold/detail/capability.hpp"
 #include "leasehold/query.hpp"
 
 namespace leasehold {
-
-namespace detail {
-template <class Q>
-struct effect_of {
-  using type = Write<void>;  // a query that declares nothing counts as a write of anything
-};
-template <class Q>
-requires requires {
-  typename Q::effect;
-}
-struct effect_of<Q> {
-  using type = typename Q::effect;
-};
-
-template <class E>
-struct is_read : std::false_type {};
-template <class L>
-struct is_read<Read<L>> : std::true_type {};
-}  // namespace detail
 
 template <class Q>
 using effect_of_t = typename detail::effect_of<Q>::type;

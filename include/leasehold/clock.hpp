@@ -12,12 +12,9 @@
 #include <chrono>
 #include <cstdint>
 
-namespace leasehold {
+#include "leasehold/detail/clock.hpp"
 
-namespace detail {
-// Added to every Clock reading: tests simulate a suspend of the host with shift_clock().
-extern std::atomic<std::int64_t> clock_shift_ns;
-}  // namespace detail
+namespace leasehold {
 
 struct Clock {
   using rep = std::int64_t;
@@ -40,16 +37,5 @@ struct Clock {
 // clocks disagree are compared on one clock; "held for" is server_clock_now() minus that stamp.
 // Before any connection (or when an ACL refuses TIME): this host's clock.
 std::chrono::system_clock::time_point server_clock_now() noexcept;
-
-namespace detail {
-// Notes a connection's measurement for server_clock_now().
-void note_server_clock_offset(std::chrono::nanoseconds server_minus_local) noexcept;
-
-// For tests: moves Clock forward by `by`, as a suspend of that long would (timers due by then
-// fire within ClockWaitTraits::kSlice).
-inline void shift_clock(Clock::duration by) noexcept {
-  clock_shift_ns.fetch_add(by.count(), std::memory_order_relaxed);
-}
-}  // namespace detail
 
 }  // namespace leasehold

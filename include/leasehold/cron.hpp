@@ -29,6 +29,7 @@
 
 #include "leasehold/client.hpp"
 #include "leasehold/describe.hpp"
+#include "leasehold/detail/cron.hpp"
 #include "leasehold/lock.hpp"
 
 namespace leasehold::cron {
@@ -63,28 +64,6 @@ struct Tick {
 // A job returns success (an empty error_code) or an error; errors and exceptions are logged and
 // the job keeps its schedule.
 using Job = std::function<std::error_code(const Tick&)>;
-
-namespace detail {
-// Any callable taking the Tick (or nothing) and returning void or std::error_code, as a Job.
-template <class F>
-Job adapt_job(F job) {
-  return [job = std::move(job)](const Tick& tick) mutable -> std::error_code {
-    if constexpr (std::is_invocable_v<F&, const Tick&>) {
-      if constexpr (std::is_void_v<std::invoke_result_t<F&, const Tick&>>) {
-        job(tick);
-        return {};
-      } else {
-        return job(tick);
-      }
-    } else if constexpr (std::is_void_v<std::invoke_result_t<F&>>) {
-      job();
-      return {};
-    } else {
-      return job();
-    }
-  };
-}
-}  // namespace detail
 
 // The schedule of one job as a pure state machine: no clock, no threads; time is an argument.
 class Schedule {
@@ -220,10 +199,6 @@ std::vector<std::vector<LeaseKey>> once_per_interval_keys(const std::string& nam
 template <class F>
 Job once_per_interval(Client& redis, std::string name, Clock::duration interval, F job,
                       OncePerIntervalOptions options = {});
-
-namespace detail {
-Job once_per_interval_job(std::shared_ptr<IntervalLease> lease, Job job);
-}
 
 template <class F>
 Job once_per_interval(Client& redis, std::string name, Clock::duration interval, F job,

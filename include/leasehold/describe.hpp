@@ -24,49 +24,15 @@
 #include <type_traits>
 #include <vector>
 
+#include "leasehold/detail/describe.hpp"
 #include "leasehold/holder.hpp"
+#include "leasehold/lease_info.hpp"
 #include "leasehold/lock.hpp"
 #include "leasehold/raw_lock.hpp"
 #include "leasehold/rwlock.hpp"
 #include "leasehold/semaphore.hpp"
 
 namespace leasehold {
-
-struct LeaseInfo {
-  enum class Kind { exclusive, shared, permit };
-  Kind kind = Kind::exclusive;
-  std::string id_prefix;  // the first 8 hex digits of the lease's id
-  std::optional<Holder> holder;
-  // By the server's clock; negative for a key that has no TTL (a raw key another client set
-  // without one).
-  std::chrono::milliseconds time_left{0};
-};
-
-// A name's leases and what surrounds them.
-struct LeaseStatus {
-  std::vector<LeaseInfo> leases;  // the leases that hold the name now
-  // How many wait in turn for it (a waiter that died is counted until its place runs out).
-  std::uint64_t waiters = 0;
-  // The last fencing number given for it: none for a kind without fencing, or before the first.
-  std::optional<std::uint64_t> fence;
-  // A Semaphore's count of permits at its last grant; none for other kinds.
-  std::optional<std::uint64_t> permits;
-};
-
-namespace detail {
-// The keys a status reads, each empty when the kind has none.
-struct StatusKeys {
-  std::string lease;   // a string key holding one lease
-  std::string leases;  // a sorted set of leases scored by their end in server ms
-  LeaseInfo::Kind set_kind = LeaseInfo::Kind::shared;  // what the set's members are
-  std::string queue;
-  std::string fence;
-  std::string permits;
-
-  Request request() const;
-  Result<LeaseStatus> parse(const Reply& reply) const;
-};
-}  // namespace detail
 
 // A query yielding LeaseStatus. LeaseStatusQuery<> (of any kind) is made from any kind's, so that
 // a batch reads several kinds in one round trip; it counts as a read of anything (capability.hpp).

@@ -18,6 +18,8 @@
 #include <string>
 #include <string_view>
 
+#include "leasehold/detail/holder.hpp"
+
 namespace leasehold {
 
 struct Holder {
@@ -45,15 +47,5 @@ struct StoredLease {
   std::string value;
 };
 StoredLease read_stored_lease(std::string_view stored);
-
-namespace detail {
-// What follows a lease's id in its stored value: ";<host>;<pid>;<label>;<Unix ms>", each field
-// %-escaped so that it holds no ';', ':', space, '%' or control character (a lock key's waiter
-// mark follows a ':', and waiters' ids travel space-separated); empty when identity is off.
-// `label` overrides the process's label when not empty.
-std::string holder_suffix(std::string_view label = {});
-// The process's label now.
-std::string holder_label();
-}  // namespace detail
 
 }  // namespace leasehold

@@ -21,7 +21,11 @@
 #include <string>
 #include <string_view>
 
+#include "leasehold/detail/keys.hpp"
+#include "leasehold/detail/lease_kind.hpp"
+#include "leasehold/detail/lock.hpp"
 #include "leasehold/detail/report.hpp"
+#include "leasehold/detail/turn.hpp"
 #include "leasehold/holder.hpp"
 #include "leasehold/lease.hpp"
 #include "leasehold/query.hpp"
@@ -60,176 +64,6 @@ template <class T>
 concept LockNameType = requires(std::string& key, const T& name) {
   LockName<T>::append(key, name);
 };
-
-namespace detail {
-
-constexpr bool is_namespace_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '-' || c == '.';
-}
-
-// A namespace is 1-64 of [A-Za-z0-9_.-]: it can hold no ':' (which ends it in the key) nor braces
-// (cluster hash tags). In a constant expression a bad namespace is a compile error.
-constexpr void validate_namespace(std::string_view ns) {
-  if (ns.empty() || ns.size() > 64)
-    throw Error(make_error_code(errc::invalid_argument),
-                "a lock namespace must be 1 to 64 characters long");
-  for (char c : ns)
-    if (!is_namespace_char(c))
-      throw Error(make_error_code(errc::invalid_argument),
-                  "a lock namespace may only hold letters, digits, '_', '-' and '.', got '" +
-                      std::string(ns) + "'");
-}
-
-// A prefix is 1-64 characters without braces, spaces or control characters.
-constexpr void validate_prefix(std::string_view prefix) {
-  if (prefix.empty() || prefix.size() > 64)
-    throw Error(make_error_code(errc::invalid_argument),
-                "a key prefix must be 1 to 64 characters long");
-  for (char c : prefix)
-    if (c == '{' || c == '}' || c == ' ' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-      throw Error(make_error_code(errc::invalid_argument),
-                  "a key prefix may not hold braces, spaces or control characters");
-}
-
-// Names go into a hash tag, so '{' and '}' (and '%', the escape itself) are %-escaped: the tag is
-// always the whole "{namespace:name}" and the escaping stays injective.
-inline void append_escaped(std::string& out, std::string_view name) {
-  for (char c : name) {
-    switch (c) {
-      case '%':
-        out += "%25";
-        break;
-      case '{':
-        out += "%7B";
-        break;
-      case '}':
-        out += "%7D";
-        break;
-      default:
-        out += c;
-    }
-  }
-}
-
-// The name in a tagged key "<head><escaped name>}<tail>" whose tail is one of `tails`, %-escaping
-// undone; nothing for any other key. The inverse of the kinds' tagged keys, for status tools.
-std::optional<std::string> name_in_tagged_key(std::string_view key, std::string_view head,
-                                              std::initializer_list<std::string_view> tails);
-
-// A lock key's queue of waiters (a sorted set of their ids by arrival), their tickets (ids by the
-// time, in ms at Redis, their place runs out) and the channel on which its releases name the
-// waiter at the head: all in the slot of the key (see queue.hpp).
-inline std::string queue_key(std::string_view lock_key) {
-  return same_slot_key(lock_key, ":queue");
-}
-inline std::string tickets_key(std::string_view lock_key) {
-  return same_slot_key(lock_key, ":tickets");
-}
-inline std::string released_channel(std::string_view lock_key) {
-  return same_slot_key(lock_key, ":released");
-}
-// The keys of a name's waiters, derived from its lock key.
-struct WaitKeys {
-  explicit WaitKeys(std::string_view lock_key)
-      : queue(queue_key(lock_key)),
-        tickets(tickets_key(lock_key)),
-        channel(released_channel(lock_key)) {}
-  std::string queue;
-  std::string tickets;
-  std::string channel;
-};
-
-// A lock key holds its holder's lease value, bare while nobody waits for it; a waiter refused
-// while the lock is held marks it with the value at the head of the queue ("<value>:<head>"),
-// so that the release tells that waiter (src/lease/scripts/lock_holder.lua). The holder is the
-// value up to the ':'.
-constexpr std::string_view lock_holder(std::string_view value) {
-  return value.substr(0, value.find(':'));
-}
-
-// The release of the lease `id_hex` on a lock key: it tells the waiter the key names, if any.
-Request lock_release_request(std::string_view key, std::string_view id_hex);
-// The operator's release of whoever holds a lock key; it tells the waiter the key names, if any.
-Request lock_force_release_request(std::string_view key);
-const Script& lock_try_fenced_script();
-
-// A kind of lease: the scripts that release and extend it. Both are called with the lease's keys
-// (its key, then its second key if it has one) and ARGV[1] its id; extend also with ARGV[2] the
-// TTL in ms. Both answer 1 (released; restarted for another TTL) or 0 (this id holds no lease
-// there). Each primitive defines the kinds its acquires grant and hands one to the lease state;
-// tokens, their release() and extend() and the heartbeat use it without knowing the primitive.
-// A kind whose release also tells the waiters of its name builds that request itself
-// (release_request; nullptr: the release script with the lease's keys and id).
-struct LeaseKind {
-  const Script& (*release)();
-  const Script& (*extend)();
-  Request (*release_request)(const LeaseState& state) = nullptr;
-};
-
-// A Lock's turn contract (queue.hpp).
-std::shared_ptr<const TurnContract> lock_turn(std::string key, std::chrono::milliseconds ttl,
-                                              std::optional<std::string> fence_key);
-
-// A Lock's lease: a key that holds the lease's id. A lease state without a kind is one. Each
-// kind's table is defined with its scripts, in src/lease/.
-extern const LeaseKind kLockLease;
-
-// A fenced acquire's reply: the fencing number (>= 1) if this id holds the lease, 0 if another
-// does.
-inline bool fence_of(const Reply& reply, std::uint64_t& fence) {
-  if (reply.type != Reply::Type::integer || reply.integer < 0)
-    return false;
-  fence = static_cast<std::uint64_t>(reply.integer);
-  return true;
-}
-
-// An acquire granted after its own deadline does not count as held: it is an unknown outcome,
-// and the client releases it (see Query::on_unknown_outcome) so that it is not left orphaned.
-template <class T>
-Result<T> granted_too_late() {
-  return Result<T>(make_error_code(errc::command_timeout),
-                   "the lease was granted after its deadline (the reply came too late); it is "
-                   "being released");
-}
-
-// A script's 1 or 0 as true or false; an error reply as its error.
-inline Result<bool> one_or_zero(const Reply& reply) {
-  if (reply.is_error())
-    return error_result<bool>(reply);
-  if (reply.type != Reply::Type::integer)
-    return Result<bool>(make_error_code(errc::unexpected_reply), to_string(reply));
-  return reply.integer == 1;
-}
-
-// The release (extend: false) or extend call of a lease, by its kind's scripts.
-Request lease_request(const LeaseState& state, bool extend);
-
-// The state of a lease taken elsewhere (another process, an earlier step of a script), named by
-// the value its acquire stored (a token's value()). Its deadline is now: this process cannot know
-// how long the lease has left until an extend succeeds. Throws Error(errc::invalid_argument) when
-// `value` is not a lease's value.
-std::shared_ptr<LeaseState> adopted_lease(std::string key, std::string_view value,
-                                          std::chrono::milliseconds ttl, const LeaseKind* kind,
-                                          std::string second_key = {});
-
-// Tags an acquire that stores its bare id, without the holder's identity: a key that other
-// clients' locks share (raw_lock.hpp).
-struct BareValue {};
-
-// Makes tokens (only the acquire queries and adopt() do), and hands their shared lease state to
-// the layers above (keep-alives, guards).
-struct TokenAccess {
-  template <class Token>
-  static Token make(std::shared_ptr<LeaseState> state) {
-    return Token(std::move(state));
-  }
-  template <class Token>
-  static const std::shared_ptr<LeaseState>& state(const Token& token) noexcept {
-    return token.state_;
-  }
-};
-}  // namespace detail
 
 // A token's Side says which part of a primitive its lease holds, and names the token type when it
 // is printed. A primitive with parts of its own (a shared lease, say) defines its own Side.

@@ -117,18 +117,4 @@ class Observer {
   virtual void on_reconnect(const ReconnectEvent&) {}
 };
 
-namespace detail {
-// Calls `event` on `observer` if there is one, dropping whatever it throws.
-template <class Event>
-void tell(Observer* observer, void (Observer::*method)(const Event&), const Event& event) noexcept {
-  if (observer == nullptr)
-    return;
-  try {
-    (observer->*method)(event);
-  } catch (...) {
-    // An observer's failure is not the lease's.
-  }
-}
-}  // namespace detail
-
 }  // namespace leasehold

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "leasehold/detail/queue.hpp"
 #include "leasehold/detail/turn.hpp"
 #include "leasehold/holder.hpp"
 #include "leasehold/lease.hpp"
@@ -54,39 +55,6 @@ struct Turn {
   std::size_t position = 0;
   std::chrono::milliseconds head_ticket_ttl{0};
 };
-
-namespace detail {
-
-inline Waiter waiter_of(const WaitTicket& ticket) {
-  return Waiter{ticket.id, ticket.ttl, ticket.value()};
-}
-
-// A Lock's turn contract: its queue, and its in-turn script (lock_in_turn.lua), which marks a
-// held key with the head waiter so that the release tells it.
-class LockTurn final : public TurnContract {
- public:
-  LockTurn(std::string key, std::chrono::milliseconds ttl, std::optional<std::string> fence_key);
-
-  const std::string& key() const noexcept override { return key_; }
-  bool queued() const noexcept override { return true; }
-  Request try_request(const Waiter& waiter) const override;
-  Result<TurnOutcome> parse_try(const Reply& reply, const Timing& timing,
-                                const Waiter& waiter) const override;
-  Request release_request(const Waiter& waiter) const override;
-  std::optional<Request> leave_request(const Waiter& waiter) const override;
-
- private:
-  std::string key_;
-  WaitKeys waiting_;
-  std::optional<std::string> fence_key_;
-  std::chrono::milliseconds ttl_;
-};
-
-// A Lock's waiter gives up its place (lock_leave_queue.lua).
-Request lock_leave_request(std::string_view lock_key, const WaitKeys& waiting,
-                           std::string_view value);
-
-}  // namespace detail
 
 // One try in turn at `lock`'s name for `ticket`; a query yielding Turn<L>. Retry-safe (a retry
 // that finds its own lease is granted); an unknown outcome releases the lease the try may have

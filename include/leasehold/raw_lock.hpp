@@ -25,11 +25,6 @@
 
 namespace leasehold {
 
-namespace detail {
-// A raw key's turn contract: plain tries (SET NX PX GET) with the waiter's bare id.
-std::shared_ptr<const TurnContract> raw_turn(std::string key, std::chrono::milliseconds ttl);
-}  // namespace detail
-
 class RawLock {
  public:
   using name_type = std::string;

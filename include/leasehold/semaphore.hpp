@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "leasehold/detail/semaphore.hpp"
 #include "leasehold/lock.hpp"
 
 namespace leasehold {
@@ -27,34 +28,6 @@ using PermitToken = BasicToken<L, PermitSide>;
 
 template <class L>
 class TryAcquire;
-
-namespace detail {
-
-const Script& permit_acquire_script();
-Request permit_force_release_request(std::string_view holders_key, std::string_view count_key);
-
-// A permit: its id's member of the holders' sorted set (scored by the end of its lease, in
-// server ms); its second key is the name's count key (extend keeps its expiry). Its release
-// tells the head of the name's queue.
-extern const LeaseKind kPermitLease;
-
-// The keys of a Semaphore's name, and its fence counter when fenced.
-struct PermitKeys {
-  std::string holders;
-  std::string count;
-  std::optional<std::string> fence;
-};
-// A Semaphore's turn contract: the first waiters of its queue get the free permits
-// (permit_in_turn.lua).
-std::shared_ptr<const TurnContract> permit_turn(PermitKeys keys, std::chrono::milliseconds ttl,
-                                                std::uint32_t permits);
-
-constexpr void validate_permits(std::uint32_t permits) {
-  if (permits == 0)
-    throw Error(make_error_code(errc::invalid_argument), "a semaphore needs at least one permit");
-}
-
-}  // namespace detail
 
 template <LockNameType N>
 class Semaphore {

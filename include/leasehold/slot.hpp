@@ -6,27 +6,11 @@
 #include <string>
 #include <string_view>
 
+#include "leasehold/detail/crc16.hpp"
+
 namespace leasehold {
 
 inline constexpr std::uint16_t kClusterSlots = 16384;
-
-namespace detail {
-
-// The CRC16 of each byte value, so that a key costs one lookup per byte (a cluster computes the
-// slot of every request's keys).
-constexpr std::array<std::uint16_t, 256> make_crc16_table() noexcept {
-  std::array<std::uint16_t, 256> table{};
-  for (unsigned byte = 0; byte < 256; ++byte) {
-    auto crc = static_cast<std::uint16_t>(byte << 8);
-    for (int bit = 0; bit < 8; ++bit)
-      crc = static_cast<std::uint16_t>((crc & 0x8000) ? (crc << 1) ^ 0x1021 : crc << 1);
-    table[byte] = crc;
-  }
-  return table;
-}
-inline constexpr std::array<std::uint16_t, 256> kCrc16Table = make_crc16_table();
-
-}  // namespace detail
 
 // CRC16-CCITT (XMODEM): polynomial 0x1021, initial value 0, as Redis Cluster uses it.
 constexpr std::uint16_t crc16(std::string_view data) noexcept {

@@ -1,10 +1,11 @@
 // InTurn<Token>: a wait in turn for a lease, as a value. Each kind makes its own (Lock::in_turn(),
 // RwLock::read_in_turn() and write_in_turn(), Semaphore::in_turn(), RawLock::in_turn()), and
-// wait_until() (wait.hpp) waits for any of them:
+// wait_until() (wait.hpp) waits for any of them, as WaitOptions say:
 //
 //   auto token = leasehold::wait_until(redis, jobs.in_turn("import"), deadline);
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <utility>
 
@@ -28,19 +29,16 @@ class InTurn {
   std::shared_ptr<const detail::TurnContract> contract_;
 };
 
-namespace detail {
-
-// Only the kinds make an InTurn, and only the waiter reads its contract.
-struct TurnAccess {
-  template <class Token>
-  static InTurn<Token> make(std::shared_ptr<const TurnContract> contract) {
-    return InTurn<Token>(std::move(contract));
-  }
-  template <class Token>
-  static const std::shared_ptr<const TurnContract>& contract(const InTurn<Token>& turn) {
-    return turn.contract_;
-  }
+// How a wait in turn paces itself (wait_until(), wait.hpp).
+struct WaitOptions {
+  // The longest a waiter goes without trying again; less than ticket_ttl (each try renews the
+  // waiter's place).
+  std::chrono::milliseconds recheck{1000};
+  // How long a waiter that stopped asking (it died) keeps its place, delaying those behind it.
+  std::chrono::milliseconds ticket_ttl{2000};
+  // A wait on a key other clients' locks share (raw_lock.hpp) is told of no release: it tries
+  // again this often instead.
+  std::chrono::milliseconds poll{100};
 };
 
-}  // namespace detail
 }  // namespace leasehold

@@ -24,14 +24,11 @@
 #include <utility>
 
 #include "leasehold/client.hpp"
+#include "leasehold/detail/while_held.hpp"
 #include "leasehold/keep_alive.hpp"
 #include "leasehold/lock.hpp"
 
 namespace leasehold {
-
-namespace detail {
-[[noreturn]] void throw_lease_lost(std::error_code cause);
-}
 
 // The outcome of while_held: the work's result, or "lost" (the lease was lost while it ran).
 template <class R>
@@ -95,11 +92,6 @@ class Held<void> {
   bool lost_ = false;
   std::error_code cause_;
 };
-
-namespace detail {
-template <class Work>
-using while_held_result_t = std::invoke_result_t<Work&, std::stop_token>;
-}  // namespace detail
 
 // Runs work(stop_token) on this thread while a KeepAlive extends the token's lease. Returns the
 // work's result, or Held::lost(cause) if the lease was lost while it ran (the stop token was

@@ -4,6 +4,8 @@
 
 #include "leasehold/slot.hpp"
 
+#include "tell_observer.hpp"
+
 namespace leasehold::detail {
 
 ClusterSubscriptions::ClusterSubscriptions(ConnectionStrand strand, OwnerOf owner_of,

@@ -15,6 +15,7 @@
 
 #include "leasehold/detail/notifications.hpp"
 #include "server_connection.hpp"
+#include "tell_observer.hpp"
 
 namespace leasehold::detail {
 

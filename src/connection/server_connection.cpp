@@ -13,6 +13,7 @@
 #include "leasehold/detail/asio_compat.hpp"
 #include "leasehold/observer.hpp"
 #include "subscriber.hpp"
+#include "tell_observer.hpp"
 #include "tls.hpp"
 
 namespace leasehold::detail {

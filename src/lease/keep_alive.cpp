@@ -8,6 +8,8 @@
 #include "leasehold/detail/timer.hpp"
 #include "leasehold/observer.hpp"
 
+#include "tell_observer.hpp"
+
 namespace leasehold {
 namespace detail {
 

@@ -5,6 +5,10 @@
 
 namespace leasehold::detail {
 
+Waiter waiter_of(const WaitTicket& ticket) {
+  return Waiter{ticket.id, ticket.ttl, ticket.value()};
+}
+
 // The scripts' contracts are in src/lease/scripts/.
 
 const Script& lock_in_turn_script() {

@@ -2,6 +2,8 @@
 
 #include <asio/error.hpp>
 
+#include "tell_observer.hpp"
+
 namespace leasehold::detail {
 
 void report_acquire(Observer& observer, std::string_view key, bool granted, std::error_code error,

@@ -1,6 +1,6 @@
-// The scripts of the lease layer that only its own .cpp files send (the others are declared in
-// the public headers whose templates send them), and the releases the kinds' tables
-// (LeaseKind, lock.hpp) build. For this layer, the layers above and the tests.
+// The scripts of the lease layer that only its own .cpp files send (those the public headers'
+// templates send are declared in include/leasehold/detail/), and the releases the kinds' tables
+// (LeaseKind, detail/lease_kind.hpp) build. For this layer, the layers above and the tests.
 #pragma once
 
 #include "leasehold/lease.hpp"

@@ -5,6 +5,7 @@
 
 #include "leasehold/detail/timer.hpp"
 #include "leasehold/observer.hpp"
+#include "tell_observer.hpp"
 #include "transport.hpp"
 #include "wait_schedule.hpp"
 

@@ -8,6 +8,7 @@
 #include "leasehold/while_held.hpp"
 #include "policy_scripts.hpp"
 #include "scripts.hpp"
+#include "tell_observer.hpp"
 
 namespace leasehold::cron {
 namespace {

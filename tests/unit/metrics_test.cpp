@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "tell_observer.hpp"
+
 namespace leasehold {
 namespace {
 

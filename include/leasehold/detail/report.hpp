@@ -5,6 +5,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "leasehold/detail/lease_state.hpp"
 #include "leasehold/lease.hpp"
 #include "leasehold/observer.hpp"
 #include "leasehold/query.hpp"

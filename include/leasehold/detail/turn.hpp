@@ -1,7 +1,7 @@
 // The turn contract: what a kind of lease supplies so that one generic waiter (wait.hpp) can
-// wait in turn for it, as LeaseKind (lock.hpp) is what it supplies to be released and extended.
-// A kind implements TurnContract in its own .cpp, with its own scripts; the waiter, its schedule
-// and every caller of wait_until() name no kind.
+// wait in turn for it, as LeaseKind (detail/lease_kind.hpp) is what it supplies to be released and
+// extended. A kind implements TurnContract in its own .cpp, with its own scripts; the waiter, its
+// schedule and every caller of wait_until() name no kind.
 #pragma once
 
 #include <chrono>
@@ -11,13 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "leasehold/detail/lease_state.hpp"
 #include "leasehold/lease.hpp"
 #include "leasehold/query.hpp"
 #include "leasehold/request.hpp"
+#include "leasehold/turn.hpp"
 
 namespace leasehold::detail {
 
-struct LeaseKind;  // lock.hpp
+struct LeaseKind;  // detail/lease_kind.hpp
 
 // Where a refused waiter stands, from its try's reply.
 struct TurnSeen {
@@ -81,5 +83,17 @@ struct TurnLease {
 // (an error if it came after the lease's deadline).
 Result<TurnOutcome> turn_outcome(const Reply& reply, const Timing& timing, const Waiter& waiter,
                                  const TurnLease& lease);
+
+// Only the kinds make an InTurn, and only the waiter reads its contract.
+struct TurnAccess {
+  template <class Token>
+  static InTurn<Token> make(std::shared_ptr<const TurnContract> contract) {
+    return InTurn<Token>(std::move(contract));
+  }
+  template <class Token>
+  static const std::shared_ptr<const TurnContract>& contract(const InTurn<Token>& turn) {
+    return turn.contract_;
+  }
+};
 
 }  // namespace leasehold::detail

@@ -1,0 +1,77 @@
+// What every kind of lease shares: its release and extend scripts (LeaseKind), the requests
+// made with them, an acquire's reply, adopting a lease taken elsewhere, and making tokens.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "leasehold/detail/lease_state.hpp"
+#include "leasehold/error.hpp"
+#include "leasehold/query.hpp"
+#include "leasehold/reply.hpp"
+#include "leasehold/request.hpp"
+
+namespace leasehold::detail {
+
+// A kind of lease: the scripts that release and extend it. Both are called with the lease's keys
+// (its key, then its second key if it has one) and ARGV[1] its id; extend also with ARGV[2] the
+// TTL in ms. Both answer 1 (released; restarted for another TTL) or 0 (this id holds no lease
+// there). Each primitive defines the kinds its acquires grant and hands one to the lease state;
+// tokens, their release() and extend() and the heartbeat use it without knowing the primitive.
+// A kind whose release also tells the waiters of its name builds that request itself
+// (release_request; nullptr: the release script with the lease's keys and id).
+struct LeaseKind {
+  const Script& (*release)();
+  const Script& (*extend)();
+  Request (*release_request)(const LeaseState& state) = nullptr;
+};
+
+// An acquire granted after its own deadline does not count as held: it is an unknown outcome,
+// and the client releases it (see Query::on_unknown_outcome) so that it is not left orphaned.
+template <class T>
+Result<T> granted_too_late() {
+  return Result<T>(make_error_code(errc::command_timeout),
+                   "the lease was granted after its deadline (the reply came too late); it is "
+                   "being released");
+}
+
+// A script's 1 or 0 as true or false; an error reply as its error.
+inline Result<bool> one_or_zero(const Reply& reply) {
+  if (reply.is_error())
+    return error_result<bool>(reply);
+  if (reply.type != Reply::Type::integer)
+    return Result<bool>(make_error_code(errc::unexpected_reply), to_string(reply));
+  return reply.integer == 1;
+}
+
+// The release (extend: false) or extend call of a lease, by its kind's scripts.
+Request lease_request(const LeaseState& state, bool extend);
+
+// The state of a lease taken elsewhere (another process, an earlier step of a script), named by
+// the value its acquire stored (a token's value()). Its deadline is now: this process cannot know
+// how long the lease has left until an extend succeeds. Throws Error(errc::invalid_argument) when
+// `value` is not a lease's value.
+std::shared_ptr<LeaseState> adopted_lease(std::string key, std::string_view value,
+                                          std::chrono::milliseconds ttl, const LeaseKind* kind,
+                                          std::string second_key = {});
+
+// Tags an acquire that stores its bare id, without the holder's identity: a key that other
+// clients' locks share (raw_lock.hpp).
+struct BareValue {};
+
+// Makes tokens (only the acquire queries and adopt() do), and hands their shared lease state to
+// the layers above (keep-alives, guards).
+struct TokenAccess {
+  template <class Token>
+  static Token make(std::shared_ptr<LeaseState> state) {
+    return Token(std::move(state));
+  }
+  template <class Token>
+  static const std::shared_ptr<LeaseState>& state(const Token& token) noexcept {
+    return token.state_;
+  }
+};
+
+}  // namespace leasehold::detail

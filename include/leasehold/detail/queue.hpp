@@ -1,0 +1,48 @@
+// A Lock's queue of waiters: its turn contract and leaving the queue (queue.hpp).
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "leasehold/detail/keys.hpp"
+#include "leasehold/detail/turn.hpp"
+#include "leasehold/request.hpp"
+
+namespace leasehold {
+
+struct WaitTicket;  // queue.hpp
+
+namespace detail {
+
+// The waiter a ticket stands for.
+Waiter waiter_of(const WaitTicket& ticket);
+
+// A Lock's turn contract: its queue, and its in-turn script (lock_in_turn.lua), which marks a
+// held key with the head waiter so that the release tells it.
+class LockTurn final : public TurnContract {
+ public:
+  LockTurn(std::string key, std::chrono::milliseconds ttl, std::optional<std::string> fence_key);
+
+  const std::string& key() const noexcept override { return key_; }
+  bool queued() const noexcept override { return true; }
+  Request try_request(const Waiter& waiter) const override;
+  Result<TurnOutcome> parse_try(const Reply& reply, const Timing& timing,
+                                const Waiter& waiter) const override;
+  Request release_request(const Waiter& waiter) const override;
+  std::optional<Request> leave_request(const Waiter& waiter) const override;
+
+ private:
+  std::string key_;
+  WaitKeys waiting_;
+  std::optional<std::string> fence_key_;
+  std::chrono::milliseconds ttl_;
+};
+
+// A Lock's waiter gives up its place (lock_leave_queue.lua).
+Request lock_leave_request(std::string_view lock_key, const WaitKeys& waiting,
+                           std::string_view value);
+
+}  // namespace detail
+}  // namespace leasehold
