@@ -104,6 +104,9 @@ class Request {
 
   // The same script call as EVAL with the script's body: sent when Redis answered NOSCRIPT.
   Request eval_fallback() const;
+  // The same script call as EVAL of `other`'s body (keys and arguments unchanged): a script that
+  // does the same with what an older server knows.
+  Request eval_as(const Script& other) const;
 
  private:
   // Takes over a command that hiredis formatted (its buffer is freed with the request).

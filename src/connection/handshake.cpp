@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <asio/error.hpp>
+#include <charconv>
 
 #include "leasehold/error.hpp"
 #include "leasehold/request.hpp"
@@ -30,6 +31,10 @@ Handshake::Handshake(RedisUrl url, std::string_view client_name, bool expect_mas
   // The server's clock, for the holder identity's "since when" (clock.hpp).
   steps_.push_back(Step::time);
   request_ += Request::command({"TIME"}).bytes();
+  // The server's version, which says whether it knows what Redis 7 added (SET ... NX ... GET,
+  // sharded pub/sub). "HELLO 2" keeps the protocol as it is; Redis 6.0 wants the number.
+  steps_.push_back(Step::hello);
+  request_ += Request::command({"HELLO", "2"}).bytes();
   if (expect_master) {
     steps_.push_back(Step::role);
     request_ += Request::command({"ROLE"}).bytes();
@@ -44,6 +49,16 @@ std::string role_of(const Reply& reply) {
       reply.elements.front().type != Reply::Type::string)
     return to_string(reply);
   return reply.elements.front().str;
+}
+
+// The "version" field of HELLO's reply (a flat list of names and values); nothing if it has none.
+std::optional<std::string> version_of(const Reply& reply) {
+  if (reply.type != Reply::Type::array)
+    return std::nullopt;
+  for (std::size_t i = 0; i + 1 < reply.elements.size(); i += 2)
+    if (reply.elements[i].str == "version" && reply.elements[i + 1].type == Reply::Type::string)
+      return reply.elements[i + 1].str;
+  return std::nullopt;
 }
 
 // TIME's reply [seconds, microseconds] as a time point; nothing for any other reply.
@@ -84,6 +99,8 @@ std::optional<Failure> Handshake::on_bytes(codec::ReplyReader& reader,
     const auto time_step = std::find(steps_.begin(), steps_.end(), Step::time) - steps_.begin();
     if (const auto server = time_of(replies_[static_cast<std::size_t>(time_step)]))
       offset_ = *server - (sent_ + (now - sent_) / 2);
+    const auto hello_step = std::find(steps_.begin(), steps_.end(), Step::hello) - steps_.begin();
+    version_ = version_of(replies_[static_cast<std::size_t>(hello_step)]);
   }
   return verdict;
 }
@@ -112,6 +129,14 @@ Failure Handshake::judge(bool more) const {
         return {make_error_code(errc::connect_failed),
                 "Redis at " + url_.address() + ", which the sentinels named the master, is a " +
                     role + " (a failover may be under way); asking the sentinels again"};
+      }
+      continue;
+    }
+    if (steps_[i] == Step::hello) {
+      if (reply.type != Reply::Type::array) {
+        return {make_error_code(errc::protocol_error),
+                "the server at " + url_.address() + " answered HELLO with " + to_string(reply) +
+                    "; it may not be a Redis server"};
       }
       continue;
     }
@@ -160,10 +185,23 @@ Failure Handshake::refused(Step step, const Reply& reply) const {
       return {};  // e.g. NOPERM for PING: calls will say what they lack
     case Step::time:
       return {};  // an ACL may forbid TIME: holders are then stamped by this host's clock
+    case Step::hello:
+      return {};  // a proxy may not know HELLO, an ACL may forbid it: the version is unknown
     case Step::role:
       return {};  // an ACL may forbid ROLE: the sentinels' word is taken
   }
   return {};
+}
+
+std::optional<int> Handshake::server_major_version() const noexcept {
+  if (!version_)
+    return std::nullopt;
+  int major = 0;
+  const char* const end = version_->data() + version_->size();
+  const auto [next, error] = std::from_chars(version_->data(), end, major);
+  if (error != std::errc() || next == version_->data())
+    return std::nullopt;
+  return major;
 }
 
 Failure Handshake::broken(std::error_code error, bool tls, const std::string& tls_why,

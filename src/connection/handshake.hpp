@@ -1,7 +1,7 @@
 // The setup of a new connection, without any I/O: the commands it sends (AUTH, SELECT,
-// CLIENT SETNAME, PING, TIME, in one write) and the verdict on their replies. The connection's loop
-// writes request(), feeds what it reads to a codec::ReplyReader and hands the reader to
-// on_bytes() until that gives the verdict.
+// CLIENT SETNAME, PING, TIME, HELLO, in one write) and the verdict on their replies. The
+// connection's loop writes request(), feeds what it reads to a codec::ReplyReader and hands the
+// reader to on_bytes() until that gives the verdict.
 #pragma once
 
 #include <chrono>
@@ -39,6 +39,11 @@ class Handshake {
   // half the round trip; nothing when the server refused TIME (an ACL may).
   std::optional<std::chrono::nanoseconds> server_clock_offset() const noexcept { return offset_; }
 
+  // After a verdict without error: the server's version as HELLO gave it ("7.0.15"), and its
+  // major number; nothing when the server refused HELLO (a proxy, an ACL).
+  const std::optional<std::string>& server_version() const noexcept { return version_; }
+  std::optional<int> server_major_version() const noexcept;
+
   // The failure when the connection broke while logging in with `error`. Under TLS, `tls_why` is
   // what the TLS layer said failed (empty if it was not TLS), and `client_certificate` whether
   // the client presents one.
@@ -46,7 +51,7 @@ class Handshake {
                  bool client_certificate) const;
 
  private:
-  enum class Step { auth, select, set_name, ping, time, role };
+  enum class Step { auth, select, set_name, ping, time, hello, role };
 
   // The verdict on replies_, one per step; `more` when bytes followed them.
   Failure judge(bool more) const;
@@ -58,6 +63,7 @@ class Handshake {
   std::vector<Reply> replies_;
   std::chrono::system_clock::time_point sent_;
   std::optional<std::chrono::nanoseconds> offset_;
+  std::optional<std::string> version_;
 };
 
 }  // namespace leasehold::detail

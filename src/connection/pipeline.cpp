@@ -55,7 +55,7 @@ std::string_view Pipeline::write() {
   // A single request is handed out from where it is; several are copied into one buffer (a
   // sequence of buffers is sent at most 16 at a time: asio's limit per write_some).
   if (waiting_.size() == 1 && waiting_.front()->requests().size() == 1 &&
-      !needs_loading(waiting_.front()->requests().front())) {
+      sent_as_is(waiting_.front()->requests().front())) {
     handed_out_ = waiting_.front()->requests().front().bytes();
   } else {
     for (const OperationPtr& operation : waiting_)
@@ -78,7 +78,18 @@ bool Pipeline::needs_loading(const Request& request) const noexcept {
                                           request.script()) == loaded_scripts_.end();
 }
 
+bool Pipeline::sent_as_is(const Request& request) const {
+  return !needs_loading(request) &&
+         !(use_redis6_forms_ && (request.is_script() || is_set_nx_px_get(request)));
+}
+
 void Pipeline::append(const Request& request) {
+  if (use_redis6_forms_) {
+    if (const std::optional<Request> form = redis6_forms_.form_of(request)) {
+      unsent_ += form->bytes();
+      return;
+    }
+  }
   if (!needs_loading(request)) {
     unsent_ += request.bytes();
     return;

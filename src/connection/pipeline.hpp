@@ -36,6 +36,7 @@
 
 #include "failure.hpp"
 #include "leasehold/detail/operation.hpp"
+#include "redis6_forms.hpp"
 
 namespace leasehold::detail {
 
@@ -116,6 +117,9 @@ class Pipeline {
   // on_connect_failed(): an attempt to connect failed; the calls that wait for a connection and
   // time out say why.
   void on_connected(Clock::time_point now);
+  // For the connection made now: whether the server gets the forms of calls that Redis 6 knows
+  // (Redis6Forms) instead of the calls as they are.
+  void use_redis6_forms(bool use) noexcept { use_redis6_forms_ = use; }
   void on_connect_failed(const Failure& failure) { last_connect_failure_ = failure.detail; }
   void on_lost(const Failure& failure);
   void fail_all(const Failure& failure);
@@ -123,8 +127,10 @@ class Pipeline {
 
  private:
   void finish(OperationPtr operation);
-  // Appends `request` to unsent_: as EVAL when its script is not loaded yet (which loads it).
+  // Appends `request` to unsent_: as EVAL when its script is not loaded yet (which loads it), as
+  // its Redis 6 form when the server gets those.
   void append(const Request& request);
+  bool sent_as_is(const Request& request) const;
   bool needs_loading(const Request& request) const noexcept;
   // `done` ran (at least one of its requests was not answered NOSCRIPT, or it was dropped and may
   // have): the calls waiting to be sent again as EVAL that share a hash slot with it are
@@ -154,6 +160,8 @@ class Pipeline {
   std::string_view handed_out_;
 
   bool connected_ = false;
+  bool use_redis6_forms_ = false;
+  Redis6Forms redis6_forms_;
   std::string last_connect_failure_;  // since the last connection was made
   Clock::time_point read_time_;
   Clock::time_point wake_at_ = Clock::time_point::max();

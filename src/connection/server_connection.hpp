@@ -90,6 +90,10 @@ class ServerConnection final : public TransportBase, private PipelineSink {
   // The subscriber of this server, made at the first call (on the strand).
   Notifications& notifications() override;
 
+  // Whether the connection made last sends the Redis 6 forms of calls (Redis6Forms): the URL
+  // says so (?compat=redis6), or the server is older than Redis 7.0. On the strand.
+  bool uses_redis6_forms() const noexcept { return uses_redis6_forms_; }
+
   // Clock::now(), except on the strand while the replies of one read are handed out: then the
   // time that read completed (see connection_now() in client.hpp).
   Clock::time_point now() const noexcept override {
@@ -178,6 +182,7 @@ class ServerConnection final : public TransportBase, private PipelineSink {
   // named last (the URL until then).
   RedisUrl server_;
   std::unique_ptr<SentinelDiscovery> discovery_;  // behind Sentinel only
+  bool uses_redis6_forms_ = false;
 };
 
 }  // namespace leasehold::detail

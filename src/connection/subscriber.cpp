@@ -7,8 +7,19 @@ namespace {
 
 using Verb = SubscriptionSet::Verb;
 
-std::string_view verb_name(Verb verb) {
-  return verb == Verb::subscribe ? "SSUBSCRIBE" : "SUNSUBSCRIBE";
+// Sharded pub/sub (Redis 7.0), or plain pub/sub for a server that gets the Redis 6 forms of
+// calls: their scripts PUBLISH rather than SPUBLISH (redis6_forms.hpp).
+std::string_view verb_name(Verb verb, bool sharded) {
+  if (verb == Verb::subscribe)
+    return sharded ? "SSUBSCRIBE" : "SUBSCRIBE";
+  return sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE";
+}
+
+// The kind of push that confirms `verb`.
+std::string_view confirmation_of(Verb verb, bool sharded) {
+  if (verb == Verb::subscribe)
+    return sharded ? "ssubscribe" : "subscribe";
+  return sharded ? "sunsubscribe" : "unsubscribe";
 }
 
 // ["<kind>", channel, ...] with a string channel: the channel; else null.
@@ -81,15 +92,18 @@ void Subscriber::start() {
 
 bool Subscriber::take(Reply& reply, const Request* awaited) {
   SubscriptionSet::Effects effects;
-  if (const std::string* channel = push_channel(reply, "smessage")) {
+  const bool sharded = this->sharded();
+  if (const std::string* channel = push_channel(reply, sharded ? "smessage" : "message")) {
     if (reply.elements[2].type != Reply::Type::string)
       return false;
     set_.on_message(*channel, reply.elements[2].str, effects);
-  } else if (const std::string* ended = push_channel(reply, "sunsubscribe")) {
+  } else if (const std::string* ended =
+                 push_channel(reply, confirmation_of(Verb::unsubscribe, sharded))) {
     // The answer to this connection's own SUNSUBSCRIBE goes to its call; any other is the
     // server's own.
     if (awaited != nullptr &&
-        awaited->bytes() == Request::command({verb_name(Verb::unsubscribe), *ended}).bytes())
+        awaited->bytes() ==
+            Request::command({verb_name(Verb::unsubscribe, sharded), *ended}).bytes())
       return false;
     set_.on_confirmed(Verb::unsubscribe, *ended, false, effects);
   } else {
@@ -97,6 +111,10 @@ bool Subscriber::take(Reply& reply, const Request* awaited) {
   }
   run(std::move(effects));
   return true;
+}
+
+bool Subscriber::sharded() const noexcept {
+  return !core_ || !core_->uses_redis6_forms();
 }
 
 void Subscriber::run(SubscriptionSet::Effects effects) {
@@ -115,13 +133,13 @@ void Subscriber::run(SubscriptionSet::Effects effects) {
 }
 
 void Subscriber::send(const SubscriptionSet::Command& command) {
-  auto on_outcome = [weak = weak_from_this(), command](Result<Reply> result) {
+  const bool sharded = this->sharded();
+  auto on_outcome = [weak = weak_from_this(), command, sharded](Result<Reply> result) {
     const auto self = weak.lock();
     if (!self || self->closed_)
       return;
     SubscriptionSet::Effects effects;
-    const std::string_view expected =
-        command.verb == Verb::subscribe ? "ssubscribe" : "sunsubscribe";
+    const std::string_view expected = confirmation_of(command.verb, sharded);
     const std::string* confirmed = result ? push_channel(*result, expected) : nullptr;
     if (confirmed != nullptr && *confirmed == command.channel)
       self->set_.on_confirmed(command.verb, command.channel, true, effects);
@@ -129,7 +147,7 @@ void Subscriber::send(const SubscriptionSet::Command& command) {
       self->set_.on_refused(command.verb, command.channel, effects);
     self->run(std::move(effects));
   };
-  const Command query{verb_name(command.verb), command.channel};
+  const Command query{verb_name(command.verb, sharded), command.channel};
   core_->submit(std::make_unique<QueryOperation<Command, decltype(on_outcome)>>(
       query, Clock::now(), std::move(on_outcome)));
 }

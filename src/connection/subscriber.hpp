@@ -34,6 +34,9 @@ class Subscriber final : public Notifications,
   void start();
   void run(SubscriptionSet::Effects effects);
   void send(const SubscriptionSet::Command& command);
+  // Whether the connection subscribes with sharded pub/sub (SSUBSCRIBE), as it does unless it
+  // sends the Redis 6 forms of calls.
+  bool sharded() const noexcept;
 
   ConnectionStrand strand_;
   RedisUrl url_;

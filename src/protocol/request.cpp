@@ -154,13 +154,19 @@ Request Request::script(const Script& script, std::span<const std::string_view> 
 Request Request::eval_fallback() const {
   if (script_ == nullptr)
     return *this;
+  return eval_as(*script_);
+}
+
+Request Request::eval_as(const Script& other) const {
+  if (script_ == nullptr)
+    return *this;
   // A script call keeps no copy of its arguments for this rare case: numkeys, the keys and the
   // arguments are read back from its own bytes (everything after EVALSHA and the digest).
   const std::vector<std::string> call = codec::parse_command(bytes());
   std::vector<std::string_view> argv;
   argv.reserve(call.size());
   argv.push_back("EVAL");
-  argv.push_back(script_->body());
+  argv.push_back(other.body());
   argv.insert(argv.end(), call.begin() + 2, call.end());
   Request request = command(std::span<const std::string_view>(argv));
   request.retry_safe_ = retry_safe_;

@@ -153,7 +153,8 @@ std::chrono::milliseconds parse_duration(std::string_view key, std::string_view 
   return std::chrono::milliseconds(value * scale);
 }
 
-// The query string: the parameters every URL takes (replica_acks, replica_ack_timeout) and those
+// The query string: the parameters every URL takes (replica_acks, replica_ack_timeout, compat)
+// and those
 // of its scheme (a unix socket's db, a Sentinel URL's sentinel_user and sentinel_password).
 void parse_query(std::string_view query, RedisUrl& url) {
   const bool sentinel = url.transport == RedisUrl::Transport::sentinel;
@@ -172,6 +173,16 @@ void parse_query(std::string_view query, RedisUrl& url) {
       url.replica_acks = acks;
     } else if (key == "replica_ack_timeout") {
       url.replica_ack_timeout = parse_duration(key, value);
+    } else if (key == "compat") {
+      if (value == "redis6")
+        url.compat = RedisUrl::Compat::redis6;
+      else if (value == "auto")
+        url.compat = RedisUrl::Compat::automatic;
+      else
+        throw Failure{
+            "compat must be redis6 (send only what Redis 6 knows) or auto (by the "
+            "server's version), got '" +
+            std::string(value) + "'"};
     } else if (unix_socket && key == "db") {
       url.db = parse_db(value);
     } else if (sentinel && key == "sentinel_user") {
@@ -194,7 +205,7 @@ void parse_query(std::string_view query, RedisUrl& url) {
       if (url.tls)
         hint += "; certificates are set in ClientOptions::tls";
       throw Failure{"unknown query parameter '" + std::string(key) + "'; the URL takes " + takes +
-                    "replica_acks and replica_ack_timeout" + hint};
+                    "replica_acks, replica_ack_timeout and compat" + hint};
     }
     if (amp == std::string_view::npos)
       return;
@@ -449,6 +460,8 @@ std::string RedisUrl::to_string() const {
   if (replica_ack_timeout)
     parameters.push_back("replica_ack_timeout=" + std::to_string(replica_ack_timeout->count()) +
                          "ms");
+  if (compat == Compat::redis6)
+    parameters.push_back("compat=redis6");
   for (std::size_t i = 0; i < parameters.size(); ++i) {
     out += i == 0 ? '?' : '&';
     out += parameters[i];

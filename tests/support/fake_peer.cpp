@@ -112,6 +112,10 @@ PeerAction answer_like_redis(const PeerEvent& event) {
     return PeerAction::send(resp::array({resp::bulk(std::to_string(now.count() / 1'000'000)),
                                          resp::bulk(std::to_string(now.count() % 1'000'000))}));
   }
+  if (name == "HELLO") {  // the fields the client reads, as Redis 7.0 gives them
+    return PeerAction::send(resp::array(
+        {resp::bulk("server"), resp::bulk("redis"), resp::bulk("version"), resp::bulk("7.0.0")}));
+  }
   if (name == "ECHO" && command.size() == 2)
     return PeerAction::send(resp::bulk(command[1]));
   if (name == "AUTH" || name == "SELECT" || name == "SET" ||

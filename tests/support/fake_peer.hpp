@@ -10,7 +10,7 @@
 // with deadlines (no sleeps).
 //
 //   FakePeer peer([](const PeerEvent& e) {
-//     if (e.step == 3) return PeerAction::close();      // the first call after the handshake
+//     if (e.step == 4) return PeerAction::close();  // the first call after PING, TIME, HELLO
 //     return answer_like_redis(e);
 //   });
 //   Client client(peer.url(), options);

@@ -36,6 +36,7 @@ class RedisServer {
   const std::string& socket_path() const { return socket_path_; }
   const std::string& dir() const { return dir_; }
   pid_t pid() const { return pid_; }
+  // With "?$LEASEHOLD_TEST_URL_QUERY" when that is set (tests/CMakeLists.txt).
   std::string tcp_url() const;   // redis://127.0.0.1:<port>
   std::string unix_url() const;  // unix://<socket>
 

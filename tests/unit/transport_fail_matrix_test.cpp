@@ -1,12 +1,12 @@
 // The transport against a fake peer (tests/support/fake_peer.hpp) that misbehaves on cue.
 //
 // The fail matrix runs one fixed conversation: the handshake (step 0: the peer accepts; step 1:
-// CLIENT SETNAME; step 2: PING; step 3: TIME, all in one write) and then three pipelined calls
-// (steps 4-6: ECHO a, ECHO b, ECHO c; as three calls or as one batch). For every step k it runs
-// once with the peer closing the connection at k and once with the peer stalling at k (it stops
-// reading and writing, the socket stays open). Every call must end with a defined outcome within a
-// deadline: success before the fault, and the fault's error for the faulted call and those after
-// it. Then the peer heals, and the client must recover.
+// CLIENT SETNAME; step 2: PING; step 3: TIME; step 4: HELLO, all in one write) and then three
+// pipelined calls (steps 5-7: ECHO a, ECHO b, ECHO c; as three calls or as one batch). For every
+// step k it runs once with the peer closing the connection at k and once with the peer stalling at
+// k (it stops reading and writing, the socket stays open). Every call must end with a defined
+// outcome within a deadline: success before the fault, and the fault's error for the faulted call
+// and those after it. Then the peer heals, and the client must recover.
 #include <gtest/gtest.h>
 
 #include <asio/post.hpp>
@@ -179,18 +179,20 @@ void PrintTo(const MatrixCase& c, std::ostream* out) {
        << (c.shape == Shape::calls ? " calls" : " batch");
 }
 
-constexpr std::size_t kLastHandshakeStep = 3;  // 0 accept, 1 CLIENT SETNAME, 2 PING, 3 TIME
-constexpr std::size_t kFirstCallStep = 4;      // 4 ECHO a, 5 ECHO b, 6 ECHO c
+// 0 accept, 1 CLIENT SETNAME, 2 PING, 3 TIME, 4 HELLO
+constexpr std::size_t kLastHandshakeStep = 4;
+constexpr std::size_t kFirstCallStep = 5;  // 5 ECHO a, 6 ECHO b, 7 ECHO c
 const char* const kWords[] = {"a", "b", "c"};
-const char* const kStepNames[] = {"accept", "setname", "ping",  "time",
-                                  "echo_a", "echo_b",  "echo_c"};
+const char* const kStepNames[] = {"accept", "setname", "ping",   "time",
+                                  "hello",  "echo_a",  "echo_b", "echo_c"};
 
 std::vector<Command> conversation() {
   return {Command{"ECHO", kWords[0]}, Command{"ECHO", kWords[1]}, Command{"ECHO", kWords[2]}};
 }
 
 Commands expected_log() {
-  return {handshake(), {"PING"}, {"TIME"}, {"ECHO", "a"}, {"ECHO", "b"}, {"ECHO", "c"}};
+  return {handshake(),   {"PING"},      {"TIME"},     {"HELLO", "2"},
+          {"ECHO", "a"}, {"ECHO", "b"}, {"ECHO", "c"}};
 }
 
 // The three calls, pipelined, and their outcomes in order.
@@ -289,7 +291,7 @@ std::vector<MatrixCase> matrix() {
   std::vector<MatrixCase> cases;
   for (Shape shape : {Shape::calls, Shape::batch})
     for (Fault fault : {Fault::close, Fault::stall})
-      for (std::size_t step = 0; step <= 6; ++step)
+      for (std::size_t step = 0; step <= kFirstCallStep + 2; ++step)
         cases.push_back({step, fault, shape});
   return cases;
 }
@@ -308,17 +310,19 @@ TEST(HandshakeOverASocket, IsSetNameThenPing) {
   FakePeer peer;
   Client client(peer.url(), patient_options());
   ASSERT_FALSE(connect(client));
-  EXPECT_EQ(peer.commands(0), (Commands{handshake(), {"PING"}, {"TIME"}}));
+  EXPECT_EQ(peer.commands(0), (Commands{handshake(), {"PING"}, {"TIME"}, {"HELLO", "2"}}));
 }
 
 TEST(HandshakeOverASocket, SendsAuthAndSelectFirst) {
   FakePeer peer;
   Client client("unix://alice:Hunter2Secret@" + peer.socket_path() + "?db=3", patient_options());
   ASSERT_FALSE(connect(client));
-  EXPECT_EQ(
-      peer.commands(0),
-      (Commands{
-          {"AUTH", "alice", "Hunter2Secret"}, {"SELECT", "3"}, handshake(), {"PING"}, {"TIME"}}));
+  EXPECT_EQ(peer.commands(0), (Commands{{"AUTH", "alice", "Hunter2Secret"},
+                                        {"SELECT", "3"},
+                                        handshake(),
+                                        {"PING"},
+                                        {"TIME"},
+                                        {"HELLO", "2"}}));
 }
 
 TEST(HandshakeOverASocket, PasswordAloneAndNoClientName) {
@@ -327,7 +331,8 @@ TEST(HandshakeOverASocket, PasswordAloneAndNoClientName) {
   options.client_name.clear();
   Client client("unix://Hunter2Secret@" + peer.socket_path(), options);
   ASSERT_FALSE(connect(client));
-  EXPECT_EQ(peer.commands(0), (Commands{{"AUTH", "Hunter2Secret"}, {"PING"}, {"TIME"}}));
+  EXPECT_EQ(peer.commands(0),
+            (Commands{{"AUTH", "Hunter2Secret"}, {"PING"}, {"TIME"}, {"HELLO", "2"}}));
 }
 
 TEST(HandshakeOverASocket, CustomClientName) {
@@ -336,7 +341,8 @@ TEST(HandshakeOverASocket, CustomClientName) {
   options.client_name = "worker-7";
   Client client(peer.url(), options);
   ASSERT_FALSE(connect(client));
-  EXPECT_EQ(peer.commands(0), (Commands{{"CLIENT", "SETNAME", "worker-7"}, {"PING"}, {"TIME"}}));
+  EXPECT_EQ(peer.commands(0),
+            (Commands{{"CLIENT", "SETNAME", "worker-7"}, {"PING"}, {"TIME"}, {"HELLO", "2"}}));
 }
 
 TEST(HandshakeOverASocket, RefusedSetNameIsNotAnError) {
@@ -558,7 +564,7 @@ TEST(Transport, AGreetingThatShiftsTheSetupRepliesFailsTheSetup) {
   EXPECT_TRUE(replied(run_call(client, Command{"ECHO", "x"}), Reply::make_string("x")));
   // The client gave up the first connection after its setup, before any call.
   EXPECT_TRUE(peer.wait_for_disconnect(0));
-  EXPECT_EQ(peer.commands(0), (Commands{handshake(), {"PING"}, {"TIME"}}));
+  EXPECT_EQ(peer.commands(0), (Commands{handshake(), {"PING"}, {"TIME"}, {"HELLO", "2"}}));
 }
 
 // --- Reconnecting, and what happens to the calls in flight -------------------------------------
@@ -572,7 +578,8 @@ TEST(Transport, ReconnectsAfterThePeerClosesAnIdleConnection) {
   ASSERT_TRUE(peer.wait_for_connections(2));
   reconnect(client);
   EXPECT_TRUE(replied(run_call(client, Command{"ECHO", "2"}), Reply::make_string("2")));
-  EXPECT_EQ(peer.commands(1), (Commands{handshake(), {"PING"}, {"TIME"}, {"ECHO", "2"}}));
+  EXPECT_EQ(peer.commands(1),
+            (Commands{handshake(), {"PING"}, {"TIME"}, {"HELLO", "2"}, {"ECHO", "2"}}));
 }
 
 // The first call after the handshake on the first connection makes the peer close it.
@@ -590,7 +597,8 @@ TEST(Transport, RetrySafeCallInFlightIsResentOnTheNewConnection) {
   EXPECT_FALSE(outcome.error) << outcome.error.message();
   EXPECT_TRUE(replied(outcome, Reply::make_nil()));
   EXPECT_EQ(peer.commands(0).back(), (std::vector<std::string>{"GET", "k"}));
-  EXPECT_EQ(peer.commands(1), (Commands{handshake(), {"PING"}, {"TIME"}, {"GET", "k"}}));
+  EXPECT_EQ(peer.commands(1),
+            (Commands{handshake(), {"PING"}, {"TIME"}, {"HELLO", "2"}, {"GET", "k"}}));
 }
 
 TEST(Transport, CallInFlightThatIsNotRetrySafeFailsAndIsNotResent) {
@@ -600,7 +608,8 @@ TEST(Transport, CallInFlightThatIsNotRetrySafeFailsAndIsNotResent) {
   EXPECT_EQ(run_call(client, Command{"INCR", "k"}).error, errc::connection_lost);
   EXPECT_TRUE(replied(run_call(client, Command{"ECHO", "z"}), Reply::make_string("z")));
   EXPECT_EQ(peer.commands(0).back(), (std::vector<std::string>{"INCR", "k"}));
-  EXPECT_EQ(peer.commands(1), (Commands{handshake(), {"PING"}, {"TIME"}, {"ECHO", "z"}}));
+  EXPECT_EQ(peer.commands(1),
+            (Commands{handshake(), {"PING"}, {"TIME"}, {"HELLO", "2"}, {"ECHO", "z"}}));
 }
 
 TEST(Transport, BatchIsResentOnlyIfEveryRequestIsRetrySafe) {
@@ -625,7 +634,8 @@ TEST(Transport, BatchIsResentOnlyIfEveryRequestIsRetrySafe) {
     auto future = start_batch(client, batch);
     EXPECT_EQ(await(future, client).error, errc::connection_lost);
     EXPECT_TRUE(replied(run_call(client, Command{"ECHO", "z"}), Reply::make_string("z")));
-    EXPECT_EQ(peer.commands(1), (Commands{handshake(), {"PING"}, {"TIME"}, {"ECHO", "z"}}));
+    EXPECT_EQ(peer.commands(1),
+              (Commands{handshake(), {"PING"}, {"TIME"}, {"HELLO", "2"}, {"ECHO", "z"}}));
   }
 }
 
@@ -818,6 +828,7 @@ TEST(Transport, AScriptIsLoadedByItsFirstCallAndNoScriptFallsBackToEval) {
   EXPECT_EQ(peer.commands(0), (Commands{handshake(),
                                         {"PING"},
                                         {"TIME"},
+                                        {"HELLO", "2"},
                                         {"EVAL", "return 42", "1", "k", "v"},
                                         {"EVALSHA", script.sha1(), "1", "k", "v"},
                                         {"EVAL", "return 42", "1", "k", "v"}}));

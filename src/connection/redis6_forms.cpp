@@ -1,0 +1,73 @@
+#include "redis6_forms.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+#include <string_view>
+
+#include "codec.hpp"
+#include "connection_scripts.hpp"
+
+namespace leasehold::detail {
+namespace {
+
+bool same_word(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::toupper(static_cast<unsigned char>(x)) ==
+                  std::toupper(static_cast<unsigned char>(y));
+         });
+}
+
+const Script& set_nx_px_get_script() {
+  static const Script script{std::string(lua::set_nx_px_get)};
+  return script;
+}
+
+}  // namespace
+
+bool is_set_nx_px_get(const Request& request) {
+  // Seven arguments, the first SET: only then is the command read back from its bytes.
+  constexpr std::string_view kHead = "*7\r\n$3\r\n";
+  const std::string_view bytes = request.bytes();
+  if (request.is_script() || !bytes.starts_with(kHead) || bytes.size() < kHead.size() + 3 ||
+      !same_word(bytes.substr(kHead.size(), 3), "SET"))
+    return false;
+  const std::vector<std::string> args = codec::parse_command(bytes);
+  return same_word(args[3], "NX") && same_word(args[4], "PX") && same_word(args[6], "GET");
+}
+
+std::optional<Request> Redis6Forms::form_of(const Request& request) {
+  if (const Script* script = request.script()) {
+    if (const Script* form = without_sharded_publish(*script))
+      return request.eval_as(*form);
+    return std::nullopt;
+  }
+  if (!is_set_nx_px_get(request))
+    return std::nullopt;
+  const std::vector<std::string> args = codec::parse_command(request.bytes());
+  const std::string_view keys[] = {args[1]};
+  const std::string_view argv[] = {args[2], args[5]};
+  return Request::script(set_nx_px_get_script(), keys, argv)
+      .retry_safe(request.is_retry_safe())
+      .grants_lease(request.is_lease_grant())
+      .eval_fallback();
+}
+
+const Script* Redis6Forms::without_sharded_publish(const Script& script) {
+  const auto seen = std::find_if(scripts_.begin(), scripts_.end(),
+                                 [&script](const auto& entry) { return entry.first == &script; });
+  if (seen != scripts_.end())
+    return seen->second.get();
+  constexpr std::string_view kSharded = "'SPUBLISH'";
+  std::string body = script.body();
+  std::unique_ptr<Script> form;
+  if (body.find(kSharded) != std::string::npos) {
+    for (auto at = body.find(kSharded); at != std::string::npos; at = body.find(kSharded, at))
+      body.replace(at, kSharded.size(), "'PUBLISH'");
+    form = std::make_unique<Script>(std::move(body));
+  }
+  scripts_.emplace_back(&script, std::move(form));
+  return scripts_.back().second.get();
+}
+
+}  // namespace leasehold::detail

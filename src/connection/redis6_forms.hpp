@@ -1,0 +1,36 @@
+// What a connection sends a server without Redis 7's additions instead of what a call asked for
+// (compat mode: docs/connection.md, "Servers"). Two things change, and nothing else:
+//   - SET key value NX PX ttl GET (Redis 7.0 accepts NX with GET) becomes a script with the same
+//     effect and reply (scripts/set_nx_px_get.lua);
+//   - a script that tells waiters with SPUBLISH (sharded pub/sub, Redis 7.0) tells them with
+//     PUBLISH, which the subscriber then hears with SUBSCRIBE.
+// The replacements go as EVAL, never EVALSHA: no NOSCRIPT can come back for a call its caller
+// did not send as a script. No I/O.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "leasehold/request.hpp"
+
+namespace leasehold::detail {
+
+class Redis6Forms {
+ public:
+  // What to send in `request`'s place; nothing when it goes as it is.
+  std::optional<Request> form_of(const Request& request);
+
+ private:
+  // The SPUBLISH-free form of `script`; null when it has no SPUBLISH.
+  const Script* without_sharded_publish(const Script& script);
+
+  // The scripts seen so far, each with its form (null: it serves as it is).
+  std::vector<std::pair<const Script*, std::unique_ptr<Script>>> scripts_;
+};
+
+// Whether `request` is SET key value NX PX ttl GET (in any letter case).
+bool is_set_nx_px_get(const Request& request);
+
+}  // namespace leasehold::detail
