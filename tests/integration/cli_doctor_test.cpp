@@ -116,6 +116,27 @@ TEST_F(CliDoctorTest, AFitServerExits0AndNamesNoProblem) {
   EXPECT_FALSE(has_scratch_keys(*server_)) << "doctor left its scratch key behind";
 }
 
+// A server whose sharded pub/sub is taken away, as on Redis 6: in Redis 6 mode the probes are
+// the plain commands that mode sends, and forcing the mode on a newer server is a warning.
+TEST_F(CliDoctorTest, InRedis6ModeTheProbesArePlainPubSubAndForcingItIsAWarning) {
+  RedisServer::Options options;
+  for (const char* command : {"SPUBLISH", "SSUBSCRIBE", "SUNSUBSCRIBE"})
+    options.extra_args.insert(options.extra_args.end(), {"--rename-command", command, ""});
+  RedisServer server(options);
+  const CliRun run = doctor("unix://" + server.socket_path() + "?compat=redis6");
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_TRUE(lines_at(run.out, "problem").empty()) << run.out;
+  EXPECT_NE(run.out.find("warning  version: Redis 7"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("drop compat=redis6"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("ok       notifications:"), std::string::npos) << run.out;
+
+  // Without the mode, the sharded probes find nothing to run: waiters would only poll.
+  const CliRun sharded = doctor("unix://" + server.socket_path());
+  EXPECT_NE(sharded.out.find("warning  notifications: the server does not support SPUBLISH"),
+            std::string::npos)
+      << sharded.out;
+}
+
 TEST_F(CliDoctorTest, AnEvictingPolicyIsAProblemThatExits1) {
   RedisServer server;
   for (const std::string policy : {"allkeys-lru", "volatile-ttl"}) {

@@ -309,6 +309,27 @@ TEST(RedisUrl, TheMasterASentinelNamesIsReachedWithTheDataServersCredentials) {
   EXPECT_TRUE(master.sentinel_password.empty());
 }
 
+TEST(RedisUrl, EveryUrlTakesTheCompatibilityMode) {
+  EXPECT_EQ(RedisUrl::parse("redis://h").compat, RedisUrl::Compat::automatic);
+  const RedisUrl tcp = RedisUrl::parse("redis://h:7000/2?compat=redis6");
+  EXPECT_EQ(tcp.compat, RedisUrl::Compat::redis6);
+  EXPECT_EQ(tcp.to_string(), "redis://h:7000/2?compat=redis6");
+  EXPECT_EQ(RedisUrl::parse("redis://h?compat=auto").compat, RedisUrl::Compat::automatic);
+  EXPECT_EQ(RedisUrl::parse("unix:///run/r.sock?db=3&compat=redis6").compat,
+            RedisUrl::Compat::redis6);
+  // A cluster's and a Sentinel's servers are reached in the URL's mode.
+  const RedisUrl cluster = RedisUrl::parse("redis-cluster://a:7000,b:7001?compat=redis6");
+  EXPECT_EQ(cluster.node(cluster.seeds[1]).compat, RedisUrl::Compat::redis6);
+  const RedisUrl sentinel = RedisUrl::parse("redis-sentinel://s1/m?compat=redis6");
+  EXPECT_EQ(sentinel.node({"10.0.0.5", 6379}).compat, RedisUrl::Compat::redis6);
+
+  std::error_code ec;
+  std::string why;
+  RedisUrl::parse("redis://h?compat=redis5", ec, &why);
+  EXPECT_EQ(ec, make_error_code(errc::invalid_url));
+  EXPECT_NE(why.find("compat must be redis6"), std::string::npos) << why;
+}
+
 TEST(RedisUrl, EveryUrlTakesTheReplicaAcknowledgementParameters) {
   const RedisUrl tcp =
       RedisUrl::parse("redis://pw@h:7000/2?replica_acks=1&replica_ack_timeout=250ms");

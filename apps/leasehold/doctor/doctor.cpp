@@ -66,8 +66,8 @@ std::vector<Finding> check_server(const Globals& globals, const Target& target) 
   else if (!scratch)
     findings.push_back(not_probed("no scratch key under the prefix falls in this node's slots"));
   else
-    for (Finding& finding :
-         permission_findings(target.client, target.url, facts.user, globals.prefix, *scratch))
+    for (Finding& finding : permission_findings(target.client, target.url, facts.user,
+                                                globals.prefix, *scratch, facts.redis6_mode))
       findings.push_back(std::move(finding));
   findings.push_back(wait_finding(target.client, facts));
   findings.push_back(eviction_finding(target.client, facts));

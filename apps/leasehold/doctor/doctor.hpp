@@ -51,6 +51,10 @@ struct ServerFacts {
   std::string user;                         // the ACL user doctor runs as
   std::map<std::string, std::string> info;  // INFO's default sections; empty if refused
   std::string info_refusal;                 // why INFO gave nothing
+  // Whether the client sends this server what Redis 6 knows (docs/connection.md, "Servers"):
+  // the URL says ?compat=redis6, or INFO gives a version older than 7.0.
+  bool redis6_mode = false;
+  bool redis6_mode_forced = false;
 };
 ServerFacts read_facts(Client& client, const RedisUrl& url);
 // An INFO field; empty when INFO did not give it.
@@ -74,7 +78,7 @@ Finding round_trip_finding(Client& client, const ServerFacts& facts);
 // `scratch` as key and channel name. `prefix` names the key and channel patterns to grant.
 std::vector<Finding> permission_findings(Client& client, const RedisUrl& url,
                                          const std::string& user, const std::string& prefix,
-                                         const std::string& scratch);
+                                         const std::string& scratch, bool redis6_mode);
 
 // ---- A Sentinel URL's sentinels (sentinel.cpp)
 

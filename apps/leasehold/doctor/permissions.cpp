@@ -3,6 +3,7 @@
 // so a command that gets past it with an error of its own (WRONGTYPE on the scratch string) is
 // allowed and has changed nothing.
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <string>
 #include <string_view>
@@ -36,7 +37,7 @@ struct Probe {
 // In order: SET creates the scratch key (with a TTL, so that it goes away even if DEL is
 // refused), the others leave it as it is (ZADD XX never adds; INCR and the sorted-set commands
 // meet a string and fail past the ACL check), DEL removes it last.
-std::vector<Probe> probes_on(const std::string& key) {
+std::vector<Probe> probes_on(const std::string& key, bool redis6_mode) {
   return {{Feature::locks, {"SET", key, "leasehold-doctor", "NX", "PX", "10000", "GET"}},
           {Feature::locks, {"GET", key}},
           {Feature::waiting, {"EXISTS", key}},
@@ -53,7 +54,7 @@ std::vector<Probe> probes_on(const std::string& key) {
           {Feature::locks, {"EVAL", "return 1", "1", key}},
           {Feature::locks, {"EVALSHA", kReturnOneSha, "1", key}},
           {Feature::waiting, {"TIME"}},
-          {Feature::notifications, {"SPUBLISH", key, "leasehold-doctor"}},
+          {Feature::notifications, {redis6_mode ? "PUBLISH" : "SPUBLISH", key, "leasehold-doctor"}},
           {Feature::locks, {"DEL", key}}};
 }
 
@@ -79,20 +80,22 @@ ProbeResult judge_probe(Feature feature, const std::string& command, const Reply
 // SSUBSCRIBE turns a connection into a subscriber's: it is tried on a connection of its own,
 // whose end ends the subscription.
 std::vector<ProbeResult> probe_subscribe(const RedisUrl& url, ClientOptions options,
-                                         const std::string& channel) {
+                                         const std::string& channel, bool redis6_mode) {
   options.warn_on_eviction_policy = false;
   Client subscriber(url, options);
   std::vector<ProbeResult> results;
-  for (const char* command : {"SSUBSCRIBE", "SUNSUBSCRIBE"})
+  const auto commands = redis6_mode ? std::array<const char*, 2>{"SUBSCRIBE", "UNSUBSCRIBE"}
+                                    : std::array<const char*, 2>{"SSUBSCRIBE", "SUNSUBSCRIBE"};
+  for (const char* command : commands)
     results.push_back(
         judge_probe(Feature::notifications, command, ask(subscriber, {command, channel})));
   return results;
 }
 
-std::vector<ProbeResult> run_probes(Client& client, const std::string& key) {
+std::vector<ProbeResult> run_probes(Client& client, const std::string& key, bool redis6_mode) {
   std::vector<ProbeResult> results;
   bool created = false;
-  for (const Probe& probe : probes_on(key)) {
+  for (const Probe& probe : probes_on(key, redis6_mode)) {
     const std::string& command = probe.args[0];
     // INCR would create a key that SET did not: it is tried only on the scratch string.
     if (command == "INCR" && !created) {
@@ -227,9 +230,9 @@ Finding feature_finding(Feature feature, const std::vector<ProbeResult>& all,
 
 std::vector<Finding> permission_findings(Client& client, const RedisUrl& url,
                                          const std::string& user, const std::string& prefix,
-                                         const std::string& scratch) {
-  std::vector<ProbeResult> results = run_probes(client, scratch);
-  for (ProbeResult& result : probe_subscribe(url, client.options(), scratch))
+                                         const std::string& scratch, bool redis6_mode) {
+  std::vector<ProbeResult> results = run_probes(client, scratch, redis6_mode);
+  for (ProbeResult& result : probe_subscribe(url, client.options(), scratch, redis6_mode))
     results.push_back(std::move(result));
   std::vector<Finding> findings;
   for (Feature feature : {Feature::locks, Feature::waiting, Feature::notifications})

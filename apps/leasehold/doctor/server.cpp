@@ -65,6 +65,10 @@ ServerFacts read_facts(Client& client, const RedisUrl& url) {
     facts.info_refusal = refusal("INFO", info, facts.user);
   else
     facts.info = parse_fields(info.str);
+  const std::string version = field(facts, "redis_version");
+  facts.redis6_mode_forced = url.compat == RedisUrl::Compat::redis6;
+  facts.redis6_mode =
+      facts.redis6_mode_forced || (!version.empty() && std::atoi(version.c_str()) < 7);
   return facts;
 }
 
@@ -78,14 +82,32 @@ Finding version_finding(const ServerFacts& facts) {
   if (version.empty()) {
     return {"version", Level::warning,
             "version: could not be read (" + facts.info_refusal +
-                "); leasehold needs Redis 7.0 or later"};
+                "); leasehold needs Redis 6.0 or later, and is at its best on 7.0 or later"};
   }
-  if (std::atoi(version.c_str()) >= 7)
-    return {"version", Level::ok, "version: Redis " + version};
-  return {"version", Level::problem,
-          "version: Redis " + version +
-              " is too old: leasehold needs Redis 7.0 or later (SET with NX and GET together to "
-              "take a lease, SPUBLISH and SSUBSCRIBE to tell waiters of a release); upgrade it"};
+  // Valkey gives its own version beside the Redis version it is compatible with.
+  const std::string valkey = field(facts, "valkey_version");
+  const std::string server =
+      valkey.empty() ? "Redis " + version : "Valkey " + valkey + " (Redis " + version + ")";
+  const int major = std::atoi(version.c_str());
+  if (major < 6) {
+    return {"version", Level::problem,
+            "version: " + server +
+                " is too old: leasehold needs Redis 6.0 or later (ACL users, KEEPTTL in its "
+                "scripts); upgrade it"};
+  }
+  if (major < 7) {
+    return {"version", Level::ok,
+            "version: " + server +
+                ", in Redis 6 mode: each acquire is a script sent as EVAL, and waiters are told "
+                "by PUBLISH and SUBSCRIBE (docs/connection.md, Servers)"};
+  }
+  if (facts.redis6_mode_forced) {
+    return {"version", Level::warning,
+            "version: " + server +
+                ", and the URL asks for Redis 6 mode (?compat=redis6): acquires cost more than "
+                "this server needs; drop compat=redis6"};
+  }
+  return {"version", Level::ok, "version: " + server};
 }
 
 Finding eviction_finding(Client& client, const ServerFacts& facts) {
