@@ -6,7 +6,8 @@
 //
 // with-lock: --threads N threads run with_lock (waiting forever) on random names of --names
 //   (a,b,c) with --ttl-ms; each section reads the counter "<prefix>:counter:<name>", holds
-//   --hold-us, writes it + 1 (unless the lease was lost meanwhile). Runs --duration-ms.
+//   --hold-us, writes it + 1 (unless the lease was lost meanwhile). Runs --duration-ms, or until
+//   the file --stop-file exists.
 // lease: Lock<std::string>{"torture", ttl, prefix} with try_lock (retried every --retry-ms) and
 //   while_held; each section lasts --cs-ms MIN[:MAX] and, with --fence, ends with a fenced write
 //   (see below); with --write-after-loss the section runs to its end and makes its write even
@@ -226,6 +227,10 @@ int run_with_lock(const Options& options) {
   const auto names = options.names();
   const auto hold = std::chrono::microseconds(options.number("hold-us", 500));
   const std::int64_t end = monotonic_ns() + options.number("duration-ms", 1000) * 1'000'000;
+  const std::string stop_file = options.text("stop-file");
+  const auto running = [&] {
+    return monotonic_ns() < end && (stop_file.empty() || ::access(stop_file.c_str(), F_OK) != 0);
+  };
   leasehold::WithLockOptions lock_options;
   lock_options.ttl = ms(options.number("ttl-ms", 2000));
   lock_options.retry_attempts = leasehold::WithLockOptions::forever;
@@ -236,7 +241,7 @@ int run_with_lock(const Options& options) {
   auto thread_main = [&](unsigned seed, std::size_t first) {
     std::mt19937 random(seed);
     std::uniform_int_distribution<std::size_t> pick(0, names.size() - 1);
-    for (bool first_pick = true; monotonic_ns() < end; first_pick = false) {
+    for (bool first_pick = true; running(); first_pick = false) {
       const std::string& name = names[first_pick ? first % names.size() : pick(random)];
       const std::string counter = prefix + ":counter:" + name;
       std::atomic<std::int64_t> lost_at{0};
