@@ -104,13 +104,15 @@ class Request {
 
   // The same script call as EVAL with the script's body: sent when Redis answered NOSCRIPT.
   Request eval_fallback() const;
-  // The same script call as EVAL of `other`'s body (keys and arguments unchanged): a script that
+  // The same script call made to `other` (EVALSHA, keys and arguments unchanged): a script that
   // does the same with what an older server knows.
-  Request eval_as(const Script& other) const;
+  Request calling(const Script& other) const;
 
  private:
   // Takes over a command that hiredis formatted (its buffer is freed with the request).
   static Request from_formatted(codec::FormattedCommand formatted) noexcept;
+  // This script call with `verb` and `script` in place of EVALSHA and its digest.
+  Request with_call_head(std::string_view verb, std::string_view script) const;
 
   std::unique_ptr<char, detail::FreeRequestBytes> bytes_;
   std::size_t size_ = 0;

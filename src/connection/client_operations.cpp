@@ -18,7 +18,9 @@ namespace {
 // again right before its EVAL.
 class EvalFallback final : public Operation {
  public:
-  explicit EvalFallback(std::unique_ptr<Operation> original) : original_(std::move(original)) {
+  EvalFallback(std::unique_ptr<Operation> original,
+               const std::function<Request(const Request&)>& as_eval)
+      : original_(std::move(original)) {
     static const Request asking = Request::command({"ASKING"}).without_keys();
     const std::span<const Request> requests = original_->requests();
     for (std::size_t index : original_->noscript_replies) {
@@ -26,7 +28,7 @@ class EvalFallback final : public Operation {
         fallbacks_.push_back(asking);
         originals_.push_back(kNone);
       }
-      fallbacks_.push_back(requests[index].eval_fallback());
+      fallbacks_.push_back(as_eval(requests[index]));
       originals_.push_back(index);
     }
     set_requests(fallbacks_);
@@ -216,8 +218,9 @@ class ReplicaAcknowledged final : public Operation {
 
 }  // namespace
 
-std::unique_ptr<Operation> resend_as_eval(std::unique_ptr<Operation> original) {
-  return std::make_unique<EvalFallback>(std::move(original));
+std::unique_ptr<Operation> resend_as_eval(std::unique_ptr<Operation> original,
+                                          const std::function<Request(const Request&)>& as_eval) {
+  return std::make_unique<EvalFallback>(std::move(original), as_eval);
 }
 
 bool grants_leases(const Operation& operation) {

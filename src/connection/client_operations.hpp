@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -13,7 +14,9 @@ namespace leasehold::detail {
 
 // The script calls of `original` that Redis answered NOSCRIPT (its noscript_replies), sent again
 // as EVAL, which caches the script again; their replies go to `original`, which then completes.
-std::unique_ptr<Operation> resend_as_eval(std::unique_ptr<Operation> original);
+// `as_eval` makes a call's EVAL (the pipeline's: a Redis 6 form's, when the server gets those).
+std::unique_ptr<Operation> resend_as_eval(std::unique_ptr<Operation> original,
+                                          const std::function<Request(const Request&)>& as_eval);
 
 // True if the operation takes or extends a lease (ClientOptions::replica_acks applies to it).
 bool grants_leases(const Operation& operation);

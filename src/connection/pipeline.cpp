@@ -78,18 +78,20 @@ bool Pipeline::needs_loading(const Request& request) const noexcept {
                                           request.script()) == loaded_scripts_.end();
 }
 
+const Script* Pipeline::sent_script(const Request& request) {
+  return use_redis6_forms_ ? redis6_forms_.script_of(request) : request.script();
+}
+
 bool Pipeline::sent_as_is(const Request& request) const {
   return !needs_loading(request) &&
          !(use_redis6_forms_ && (request.is_script() || is_set_nx_px_get(request)));
 }
 
-void Pipeline::append(const Request& request) {
-  if (use_redis6_forms_) {
-    if (const std::optional<Request> form = redis6_forms_.form_of(request)) {
-      unsent_ += form->bytes();
-      return;
-    }
-  }
+void Pipeline::append(const Request& original) {
+  std::optional<Request> form;
+  if (use_redis6_forms_)
+    form = redis6_forms_.form_of(original);
+  const Request& request = form ? *form : original;
   if (!needs_loading(request)) {
     unsent_ += request.bytes();
     return;
@@ -122,7 +124,7 @@ bool Pipeline::on_reply(Reply&& reply) {
   // Its caller already got command_timeout, or operation_aborted.
   const bool dropped = front.answered;
   if (!dropped) {
-    if (front.requests()[index].is_script() && is_noscript(reply)) {
+    if (is_noscript(reply) && sent_script(front.requests()[index]) != nullptr) {
       front.noscript_replies.push_back(index);
       loaded_scripts_.clear();  // the server lost them all
     } else
@@ -206,10 +208,15 @@ void Pipeline::finish(OperationPtr operation) {
   // Sent again ahead of everything queued, behind the script calls re-sent before it: its
   // deadline is older than any queued call's, so the queue keeps deadlines in order.
   for (std::size_t index : operation->noscript_replies)  // their EVAL loads them again
-    if (const Script* script = operation->requests()[index].script();
+    if (const Script* script = sent_script(operation->requests()[index]);
         std::find(loaded_scripts_.begin(), loaded_scripts_.end(), script) == loaded_scripts_.end())
       loaded_scripts_.push_back(script);
-  OperationPtr fallback = resend_as_eval(std::move(operation));
+  OperationPtr fallback = resend_as_eval(std::move(operation), [this](const Request& request) {
+    std::optional<Request> form;
+    if (use_redis6_forms_)
+      form = redis6_forms_.form_of(request);
+    return form ? form->eval_fallback() : request.eval_fallback();
+  });
   wake_at_ = std::min(wake_at_, fallback->deadline);
   waiting_.insert(waiting_.begin() + static_cast<std::ptrdiff_t>(fallbacks_waiting_),
                   std::move(fallback));

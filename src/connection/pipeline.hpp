@@ -131,6 +131,9 @@ class Pipeline {
   // its Redis 6 form when the server gets those.
   void append(const Request& request);
   bool sent_as_is(const Request& request) const;
+  // The script that the call sent for `request` calls (its Redis 6 form's when the server gets
+  // those); null for a call that is no script.
+  const Script* sent_script(const Request& request);
   bool needs_loading(const Request& request) const noexcept;
   // `done` ran (at least one of its requests was not answered NOSCRIPT, or it was dropped and may
   // have): the calls waiting to be sent again as EVAL that share a hash slot with it are

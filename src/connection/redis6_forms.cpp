@@ -39,7 +39,7 @@ bool is_set_nx_px_get(const Request& request) {
 std::optional<Request> Redis6Forms::form_of(const Request& request) {
   if (const Script* script = request.script()) {
     if (const Script* form = without_sharded_publish(*script))
-      return request.eval_as(*form);
+      return request.calling(*form);
     return std::nullopt;
   }
   if (!is_set_nx_px_get(request))
@@ -49,8 +49,15 @@ std::optional<Request> Redis6Forms::form_of(const Request& request) {
   const std::string_view argv[] = {args[2], args[5]};
   return Request::script(set_nx_px_get_script(), keys, argv)
       .retry_safe(request.is_retry_safe())
-      .grants_lease(request.is_lease_grant())
-      .eval_fallback();
+      .grants_lease(request.is_lease_grant());
+}
+
+const Script* Redis6Forms::script_of(const Request& request) {
+  if (const Script* script = request.script()) {
+    const Script* form = without_sharded_publish(*script);
+    return form != nullptr ? form : script;
+  }
+  return is_set_nx_px_get(request) ? &set_nx_px_get_script() : nullptr;
 }
 
 const Script* Redis6Forms::without_sharded_publish(const Script& script) {

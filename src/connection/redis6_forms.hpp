@@ -4,8 +4,9 @@
 //     effect and reply (scripts/set_nx_px_get.lua);
 //   - a script that tells waiters with SPUBLISH (sharded pub/sub, Redis 7.0) tells them with
 //     PUBLISH, which the subscriber then hears with SUBSCRIBE.
-// The replacements go as EVAL, never EVALSHA: no NOSCRIPT can come back for a call its caller
-// did not send as a script. No I/O.
+// The forms are script calls like any other: EVAL the first time on a connection, EVALSHA after,
+// and EVAL again after a NOSCRIPT (the pipeline asks script_of() which script a call's form
+// calls). No I/O.
 #pragma once
 
 #include <memory>
@@ -21,6 +22,9 @@ class Redis6Forms {
  public:
   // What to send in `request`'s place; nothing when it goes as it is.
   std::optional<Request> form_of(const Request& request);
+  // The script that what is sent for `request` calls: its form's, or its own; null for a call
+  // that is no script and has no form.
+  const Script* script_of(const Request& request);
 
  private:
   // The SPUBLISH-free form of `script`; null when it has no SPUBLISH.

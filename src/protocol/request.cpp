@@ -154,19 +154,27 @@ Request Request::script(const Script& script, std::span<const std::string_view> 
 Request Request::eval_fallback() const {
   if (script_ == nullptr)
     return *this;
-  return eval_as(*script_);
+  Request request = with_call_head("EVAL", script_->body());
+  request.script_ = nullptr;
+  return request;
 }
 
-Request Request::eval_as(const Script& other) const {
+Request Request::calling(const Script& other) const {
   if (script_ == nullptr)
     return *this;
-  // A script call keeps no copy of its arguments for this rare case: numkeys, the keys and the
+  Request request = with_call_head("EVALSHA", other.sha1());
+  request.script_ = &other;
+  return request;
+}
+
+Request Request::with_call_head(std::string_view verb, std::string_view script) const {
+  // A script call keeps no copy of its arguments for these rare cases: numkeys, the keys and the
   // arguments are read back from its own bytes (everything after EVALSHA and the digest).
   const std::vector<std::string> call = codec::parse_command(bytes());
   std::vector<std::string_view> argv;
   argv.reserve(call.size());
-  argv.push_back("EVAL");
-  argv.push_back(other.body());
+  argv.push_back(verb);
+  argv.push_back(script);
   argv.insert(argv.end(), call.begin() + 2, call.end());
   Request request = command(std::span<const std::string_view>(argv));
   request.retry_safe_ = retry_safe_;

@@ -1,7 +1,8 @@
 // A server without Redis 7's additions, as ?compat=redis6 serves it: a redis-server whose sharded
 // pub/sub is taken away (rename-command), so that a SPUBLISH or an SSUBSCRIBE would fail there
 // as on Redis 6. Acquires go as scripts with the reply of SET ... NX ... GET, and waiters are
-// told of releases by PUBLISH and SUBSCRIBE, within a round trip or so.
+// told of releases by PUBLISH and SUBSCRIBE, within a round trip or so; after a SCRIPT FLUSH the
+// scripts are loaded again.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -48,7 +49,9 @@ TEST_F(Redis6CompatTest, AnAcquireIsOneScriptCallWithTheMeaningOfSetNxPxGet) {
   EXPECT_GT(pttl, 25'000);
   EXPECT_LE(pttl, 30'000);
   EXPECT_FALSE(redis_.process(locks_.try_lock("a"))) << "held: refused";
-  EXPECT_EQ(command_calls(server_, "eval") - evals_before, 2) << "each try is one EVAL";
+  // The first loads the script (EVAL), the second calls it (EVALSHA).
+  EXPECT_EQ(command_calls(server_, "eval") - evals_before, 1);
+  EXPECT_EQ(command_calls(server_, "evalsha"), 1);
 
   EXPECT_TRUE(redis_.process(token->release()));
   EXPECT_EQ(server_.command({"EXISTS", locks_.key("a")}).integer, 0);
@@ -62,6 +65,21 @@ TEST_F(Redis6CompatTest, AnAcquireIsOneScriptCallWithTheMeaningOfSetNxPxGet) {
   } catch (const Error& error) {
     EXPECT_EQ(error.code(), make_error_code(errc::wrong_type)) << error.what();
   }
+}
+
+TEST_F(Redis6CompatTest, AfterAScriptFlushTheScriptsStandingInForCommandsAreLoadedAgain) {
+  auto first = redis_.process(locks_.try_lock("f1"));
+  ASSERT_TRUE(first);
+  ASSERT_EQ(server_.command({"SCRIPT", "FLUSH"}).str, "OK");
+  // Its EVALSHA is answered NOSCRIPT and sent again as EVAL: the caller sees only the grant.
+  auto second = redis_.process(locks_.try_lock("f2"));
+  ASSERT_TRUE(second);
+  EXPECT_EQ(read_stored_lease(server_.command({"GET", locks_.key("f2")}).str).id_hex,
+            second->id().hex());
+  ASSERT_EQ(server_.command({"SCRIPT", "FLUSH"}).str, "OK");
+  EXPECT_TRUE(redis_.process(first->release()));
+  EXPECT_TRUE(redis_.process(second->release()));
+  EXPECT_EQ(server_.command({"EXISTS", locks_.key("f1"), locks_.key("f2")}).integer, 0);
 }
 
 TEST_F(Redis6CompatTest, AReleaseTellsTheWaiterByPlainPubSubWithinARoundTripOrSo) {
