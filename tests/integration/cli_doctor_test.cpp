@@ -109,7 +109,8 @@ TEST_F(CliDoctorTest, AFitServerExits0AndNamesNoProblem) {
   EXPECT_TRUE(lines_at(run.out, "problem").empty()) << run.out;
   EXPECT_NE(run.out.find("ok       version: Redis "), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("ok       maxmemory-policy is noeviction"), std::string::npos) << run.out;
-  for (const std::string check : {"locks:", "waiting:", "notifications:", "clock:", "round trip:"})
+  for (const std::string check :
+       {"locks:", "waiting:", "notifications:", "scripts:", "clock:", "round trip:"})
     EXPECT_NE(run.out.find("ok       " + check), std::string::npos) << check << "\n" << run.out;
   // The test server keeps nothing on disk: a warning, not a problem.
   EXPECT_NE(run.out.find("warning  persistence: none"), std::string::npos) << run.out;
@@ -150,6 +151,22 @@ TEST_F(CliDoctorTest, AnEvictingPolicyIsAProblemThatExits1) {
     EXPECT_NE(problems[0].find("CONFIG SET maxmemory-policy noeviction"), std::string::npos)
         << problems[0];
   }
+}
+
+// As on a managed server that refuses TIME in scripts: an ACL that forbids TIME forbids it
+// within scripts too.
+TEST_F(CliDoctorTest, AScriptThatMayNotCallTimeIsAProblem) {
+  const std::string user = "doctor-notime-" + std::to_string(unique_number());
+  ASSERT_EQ(
+      server_->command({"ACL", "SETUSER", user, "on", ">secret", "~*", "&*", "+@all", "-time"}).str,
+      "OK");
+  const CliRun run =
+      doctor("redis://" + user + ":secret@127.0.0.1:" + std::to_string(server_->port()));
+  server_->command({"ACL", "DELUSER", user});
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  EXPECT_NE(run.out.find("problem  scripts: a script may not call TIME"), std::string::npos)
+      << run.out;
+  EXPECT_FALSE(has_scratch_keys(*server_));
 }
 
 TEST_F(CliDoctorTest, AUserWithoutEvalIsAProblemThatNamesThePermissionToAdd) {
@@ -284,7 +301,7 @@ TEST_F(CliDoctorTest, JsonHasTheServerAndEveryFinding) {
         << finding;
     EXPECT_FALSE(finding.at("message").get<std::string>().empty()) << finding;
   }
-  for (const char* check : {"version", "locks", "waiting", "notifications", "wait",
+  for (const char* check : {"version", "locks", "waiting", "notifications", "scripts", "wait",
                             "maxmemory-policy", "persistence", "replicas", "clock", "round-trip"})
     EXPECT_TRUE(checks.contains(check)) << check << "\n" << run.out;
 }

@@ -69,6 +69,7 @@ std::vector<Finding> check_server(const Globals& globals, const Target& target) 
     for (Finding& finding : permission_findings(target.client, target.url, facts.user,
                                                 globals.prefix, *scratch, facts.redis6_mode))
       findings.push_back(std::move(finding));
+  findings.push_back(scripts_finding(target.client, facts));
   findings.push_back(wait_finding(target.client, facts));
   findings.push_back(eviction_finding(target.client, facts));
   findings.push_back(persistence_finding(target.client, facts));

@@ -61,6 +61,8 @@ ServerFacts read_facts(Client& client, const RedisUrl& url);
 std::string field(const ServerFacts& facts, const std::string& name);
 
 Finding version_finding(const ServerFacts& facts);
+// Whether scripts may call TIME and run without keys (some managed servers refuse both).
+Finding scripts_finding(Client& client, const ServerFacts& facts);
 Finding eviction_finding(Client& client, const ServerFacts& facts);
 Finding persistence_finding(Client& client, const ServerFacts& facts);
 Finding replicas_finding(const ServerFacts& facts);

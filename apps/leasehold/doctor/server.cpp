@@ -1,6 +1,6 @@
 // leasehold doctor's checks of a server's own settings: what it says of itself (INFO, ACL
-// WHOAMI), its version, its eviction policy, its persistence, its replicas and whether WAIT is
-// allowed.
+// WHOAMI), its version, what its scripts may do, its eviction policy, its persistence, its
+// replicas and whether WAIT is allowed.
 #include <cstdlib>
 #include <optional>
 
@@ -192,6 +192,31 @@ Finding wait_finding(Client& client, const ServerFacts& facts) {
   if (is_noperm(reply))
     advice += "; allow it: ACL SETUSER " + facts.user + " +wait";
   return {"wait", Level::warning, refusal("WAIT", reply, facts.user) + ": " + advice};
+}
+
+Finding scripts_finding(Client& client, const ServerFacts& facts) {
+  // Some servers restrict scripts (ElastiCache Serverless refuses both of these).
+  const Reply keyless = ask(client, {"EVAL", "return 1", "0"});
+  if (is_noperm(keyless))
+    return {"scripts", Level::warning,
+            "scripts: not checked: " + refusal("EVAL", keyless, facts.user)};
+  const Reply clock = ask(client, {"EVAL", "return redis.call('TIME')[1]", "0"});
+  const std::string without_keys =
+      keyless.is_error() ? "; scripts may not run without keys (" + keyless.str + ")" : "";
+  if (clock.is_error()) {
+    return {"scripts", Level::problem,
+            "scripts: a script may not call TIME (" + clock.str +
+                "): leasehold's scripts read the server's clock (waiting in turn, semaphores, "
+                "status), so this server cannot serve its leases" +
+                without_keys};
+  }
+  if (keyless.is_error()) {
+    return {"scripts", Level::warning,
+            "scripts: may call TIME" + without_keys +
+                ": leasehold's scripts all name their keys, but a script run by hand without one "
+                "is refused"};
+  }
+  return {"scripts", Level::ok, "scripts: may call TIME and run without keys"};
 }
 
 }  // namespace leasehold::cli::doctor_detail
