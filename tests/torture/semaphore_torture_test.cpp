@@ -124,6 +124,11 @@ TEST(TortureSemaphore, HoldersKilledAtRandomPointsGiveTheirPermitsBackAfterTheir
   std::vector<Worker> workers;
   for (int w = 0; w < 4; ++w)
     workers.push_back(spawn());
+  // The holders share the permits before the kills begin: on a loaded machine, sections rarely
+  // end between kills, and the run would otherwise show no sharing at all.
+  const bool shared = eventually(
+      [&] { return check_history(read_history(dir.path())).permit_peak >= 2; }, 20s, 20ms);
+  ASSERT_TRUE(shared) << "the holders never shared the permits";
   kill_at_random_points(workers, kills, faults, spawn);
   // The last kill hits while every permit is held with time left, so that each must wait out its
   // holder's TTL before it comes back.
