@@ -61,10 +61,13 @@ const Script* Redis6Forms::script_of(const Request& request) {
 }
 
 const Script* Redis6Forms::without_sharded_publish(const Script& script) {
-  const auto seen = std::find_if(scripts_.begin(), scripts_.end(),
-                                 [&script](const auto& entry) { return entry.first == &script; });
+  // By digest, not by address: a script may be destroyed and another made where it was.
+  const auto seen = std::find_if(scripts_.begin(), scripts_.end(), [&script](const auto& entry) {
+    return entry.first == script.sha1();
+  });
   if (seen != scripts_.end())
     return seen->second.get();
+  // As the library's scripts call it: redis.pcall('SPUBLISH', ...).
   constexpr std::string_view kSharded = "'SPUBLISH'";
   std::string body = script.body();
   std::unique_ptr<Script> form;
@@ -73,7 +76,7 @@ const Script* Redis6Forms::without_sharded_publish(const Script& script) {
       body.replace(at, kSharded.size(), "'PUBLISH'");
     form = std::make_unique<Script>(std::move(body));
   }
-  scripts_.emplace_back(&script, std::move(form));
+  scripts_.emplace_back(script.sha1(), std::move(form));
   return scripts_.back().second.get();
 }
 

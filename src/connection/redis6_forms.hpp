@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -30,8 +31,8 @@ class Redis6Forms {
   // The SPUBLISH-free form of `script`; null when it has no SPUBLISH.
   const Script* without_sharded_publish(const Script& script);
 
-  // The scripts seen so far, each with its form (null: it serves as it is).
-  std::vector<std::pair<const Script*, std::unique_ptr<Script>>> scripts_;
+  // The scripts seen so far, by digest, each with its form (null: it serves as it is).
+  std::vector<std::pair<std::string, std::unique_ptr<Script>>> scripts_;
 };
 
 // Whether `request` is SET key value NX PX ttl GET (in any letter case).
