@@ -14,6 +14,11 @@ bool is_noscript(const Reply& reply) {
   return reply.is_error() && reply.str.starts_with("NOSCRIPT");
 }
 
+// Redis 6's answer to SET with both NX and GET.
+bool refuses_nx_with_get(const Reply& reply) {
+  return reply.is_error() && reply.str.starts_with("ERR syntax error");
+}
+
 // Whether two calls may touch one key, by the keys their requests declare (every script call
 // and lease query does; a command that declares none is not counted): a hash slot in common, or
 // keys across slots.
@@ -124,11 +129,18 @@ bool Pipeline::on_reply(Reply&& reply) {
   // Its caller already got command_timeout, or operation_aborted.
   const bool dropped = front.answered;
   if (!dropped) {
-    if (is_noscript(reply) && sent_script(front.requests()[index]) != nullptr) {
+    const Request& request = front.requests()[index];
+    if (is_noscript(reply) && sent_script(request) != nullptr) {
       front.noscript_replies.push_back(index);
       loaded_scripts_.clear();  // the server lost them all
-    } else
+    } else if (!use_redis6_forms_ && refuses_nx_with_get(reply) && is_set_nx_px_get(request)) {
+      // A server older than Redis 7.0 that did not give its version: from now on it gets Redis
+      // 6's forms, and this call, which did not run, goes again as its form's EVAL.
+      use_redis6_forms_ = true;
+      front.noscript_replies.push_back(index);
+    } else {
       front.on_reply(index, std::move(reply));
+    }
   }
   if (front.replies_received < front.requests().size())
     return true;

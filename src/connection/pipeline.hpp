@@ -118,7 +118,9 @@ class Pipeline {
   // time out say why.
   void on_connected(Clock::time_point now);
   // For the connection made now: whether the server gets the forms of calls that Redis 6 knows
-  // (Redis6Forms) instead of the calls as they are.
+  // (Redis6Forms) instead of the calls as they are. A connection that does not is switched to
+  // them by the first SET ... NX ... GET its server refuses as a syntax error (Redis 6 that did
+  // not give its version), and that call is sent again as its form: it did not run.
   void use_redis6_forms(bool use) noexcept { use_redis6_forms_ = use; }
   void on_connect_failed(const Failure& failure) { last_connect_failure_ = failure.detail; }
   void on_lost(const Failure& failure);

@@ -70,7 +70,9 @@ class Operation {
   // The connection's bookkeeping.
   Clock::time_point deadline;
   std::size_t replies_received = 0;
-  std::vector<std::size_t> noscript_replies;  // requests answered NOSCRIPT, sent again as EVAL
+  // Requests answered NOSCRIPT (or, from Redis 6, a syntax error for SET with NX and GET), sent
+  // again as EVAL.
+  std::vector<std::size_t> noscript_replies;
   // A NOSCRIPT call waiting to be sent again as EVAL, after which a call to one of its hash slots
   // ran: sent now, it would run after a call its caller made later. It fails instead.
   bool overtaken = false;
