@@ -26,8 +26,7 @@ void failover_scenario(int replica_acks) {
   const std::string id = "sentinel_failover_acks" + std::to_string(replica_acks);
   // The failovers' pace; each failover itself takes a few seconds more.
   const auto pace = scaled(5s, 1s);
-  // The short tier fails over twice where the guarantee is tested, once where it is reported.
-  const int failovers = scaled(10, replica_acks >= 2 ? 2 : 1);
+  const int failovers = scaled(10, 2);
   RedisSentinelGroup group;
   HistoryDir dir(id);
   const Recorder faults(dir.file("test"));
