@@ -80,6 +80,51 @@ TEST_F(SentinelTest, AClientFollowsAFailoverAndTakesLeasesOnTheNewMaster) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
 }
 
+// The master killed outright: the sentinels find it down after down-after-milliseconds and
+// promote a replica; the client, whose connection died with the master, takes leases there. Its
+// own group: the test leaves a server dead.
+TEST(SentinelKillTest, AfterTheMasterIsKilledLeasesAreTakenOnThePromotedReplica) {
+  RedisSentinelGroup group;
+  const Lock<std::string> lock{"sentinel", 5s};
+  Client redis(group.url());
+  ASSERT_EQ(redis.process(Command{"PING"}).str, "PONG");
+  RedisServer* const killed = group.master();
+  ASSERT_NE(killed, nullptr);
+  killed->kill();
+  const auto started = std::chrono::steady_clock::now();
+
+  RedisServer* promoted = nullptr;
+  ASSERT_TRUE(testing::eventually(
+      [&] {
+        for (std::size_t i = 0; i < group.server_count(); ++i) {
+          RedisServer& server = group.server(i);
+          if (&server == killed)
+            continue;
+          const Reply role = server.command({"ROLE"});
+          if (!role.elements.empty() && role.elements[0].str == "master")
+            promoted = &server;
+        }
+        return promoted != nullptr;
+      },
+      30s, 50ms))
+      << "the sentinels promoted no replica";
+  std::optional<LockToken<Lock<std::string>>> token;
+  EXPECT_TRUE(testing::eventually(
+      [&] {
+        try {
+          token = redis.process(lock.try_lock("after-kill"));
+        } catch (const Error&) {
+          return false;  // no master yet, or the sentinels still named the dead one
+        }
+        return token.has_value();
+      },
+      15s, 20ms));
+  ASSERT_TRUE(token);
+  EXPECT_EQ(promoted->command({"EXISTS", lock.key("after-kill")}).integer, 1)
+      << "taken on the promoted replica";
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 30s);
+}
+
 // The sentinels go on naming a master demoted behind their back for down-after-milliseconds plus
 // two of their 10 s INFO periods: the client must leave it at once (READONLY) and not trust it
 // again (ROLE) until it is a master again.
