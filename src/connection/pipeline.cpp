@@ -83,19 +83,21 @@ bool Pipeline::needs_loading(const Request& request) const noexcept {
                                           request.script()) == loaded_scripts_.end();
 }
 
+std::optional<Request> Pipeline::redis6_form_of(const Request& request) {
+  return use_redis6_forms_ ? redis6_forms_.form_of(request) : std::nullopt;
+}
+
 const Script* Pipeline::sent_script(const Request& request) {
   return use_redis6_forms_ ? redis6_forms_.script_of(request) : request.script();
 }
 
 bool Pipeline::sent_as_is(const Request& request) const {
-  return !needs_loading(request) &&
-         !(use_redis6_forms_ && (request.is_script() || is_set_nx_px_get(request)));
+  // A server that gets Redis 6's forms has each call looked at by append().
+  return !use_redis6_forms_ && !needs_loading(request);
 }
 
 void Pipeline::append(const Request& original) {
-  std::optional<Request> form;
-  if (use_redis6_forms_)
-    form = redis6_forms_.form_of(original);
+  const std::optional<Request> form = redis6_form_of(original);
   const Request& request = form ? *form : original;
   if (!needs_loading(request)) {
     unsent_ += request.bytes();
@@ -224,9 +226,7 @@ void Pipeline::finish(OperationPtr operation) {
         std::find(loaded_scripts_.begin(), loaded_scripts_.end(), script) == loaded_scripts_.end())
       loaded_scripts_.push_back(script);
   OperationPtr fallback = resend_as_eval(std::move(operation), [this](const Request& request) {
-    std::optional<Request> form;
-    if (use_redis6_forms_)
-      form = redis6_forms_.form_of(request);
+    const std::optional<Request> form = redis6_form_of(request);
     return form ? form->eval_fallback() : request.eval_fallback();
   });
   wake_at_ = std::min(wake_at_, fallback->deadline);

@@ -122,6 +122,7 @@ class Pipeline {
   // them by the first SET ... NX ... GET its server refuses as a syntax error (Redis 6 that did
   // not give its version), and that call is sent again as its form: it did not run.
   void use_redis6_forms(bool use) noexcept { use_redis6_forms_ = use; }
+  bool uses_redis6_forms() const noexcept { return use_redis6_forms_; }
   void on_connect_failed(const Failure& failure) { last_connect_failure_ = failure.detail; }
   void on_lost(const Failure& failure);
   void fail_all(const Failure& failure);
@@ -133,6 +134,8 @@ class Pipeline {
   // its Redis 6 form when the server gets those.
   void append(const Request& request);
   bool sent_as_is(const Request& request) const;
+  // What is sent in `request`'s place when the server gets Redis 6's forms; nothing otherwise.
+  std::optional<Request> redis6_form_of(const Request& request);
   // The script that the call sent for `request` calls (its Redis 6 form's when the server gets
   // those); null for a call that is no script.
   const Script* sent_script(const Request& request);

@@ -23,17 +23,34 @@ const Script& set_nx_px_get_script() {
   return script;
 }
 
-}  // namespace
-
-bool is_set_nx_px_get(const Request& request) {
+// The arguments of `request` when it is SET key value NX PX ttl GET (in any letter case).
+std::optional<std::vector<std::string>> set_nx_px_get_args(const Request& request) {
   // Seven arguments, the first SET: only then is the command read back from its bytes.
   constexpr std::string_view kHead = "*7\r\n$3\r\n";
   const std::string_view bytes = request.bytes();
   if (request.is_script() || !bytes.starts_with(kHead) || bytes.size() < kHead.size() + 3 ||
       !same_word(bytes.substr(kHead.size(), 3), "SET"))
-    return false;
-  const std::vector<std::string> args = codec::parse_command(bytes);
-  return same_word(args[3], "NX") && same_word(args[4], "PX") && same_word(args[6], "GET");
+    return std::nullopt;
+  std::vector<std::string> args = codec::parse_command(bytes);
+  if (!same_word(args[3], "NX") || !same_word(args[4], "PX") || !same_word(args[6], "GET"))
+    return std::nullopt;
+  return args;
+}
+
+}  // namespace
+
+bool is_set_nx_px_get(const Request& request) {
+  return set_nx_px_get_args(request).has_value();
+}
+
+std::optional<std::string> with_plain_publish(std::string body) {
+  constexpr std::string_view kSharded = "'SPUBLISH'";
+  auto at = body.find(kSharded);
+  if (at == std::string::npos)
+    return std::nullopt;
+  for (; at != std::string::npos; at = body.find(kSharded, at))
+    body.replace(at, kSharded.size(), "'PUBLISH'");
+  return body;
 }
 
 std::optional<Request> Redis6Forms::form_of(const Request& request) {
@@ -42,11 +59,11 @@ std::optional<Request> Redis6Forms::form_of(const Request& request) {
       return request.calling(*form);
     return std::nullopt;
   }
-  if (!is_set_nx_px_get(request))
+  const std::optional<std::vector<std::string>> args = set_nx_px_get_args(request);
+  if (!args)
     return std::nullopt;
-  const std::vector<std::string> args = codec::parse_command(request.bytes());
-  const std::string_view keys[] = {args[1]};
-  const std::string_view argv[] = {args[2], args[5]};
+  const std::string_view keys[] = {(*args)[1]};
+  const std::string_view argv[] = {(*args)[2], (*args)[5]};
   return Request::script(set_nx_px_get_script(), keys, argv)
       .retry_safe(request.is_retry_safe())
       .grants_lease(request.is_lease_grant());
@@ -67,15 +84,9 @@ const Script* Redis6Forms::without_sharded_publish(const Script& script) {
   });
   if (seen != scripts_.end())
     return seen->second.get();
-  // As the library's scripts call it: redis.pcall('SPUBLISH', ...).
-  constexpr std::string_view kSharded = "'SPUBLISH'";
-  std::string body = script.body();
   std::unique_ptr<Script> form;
-  if (body.find(kSharded) != std::string::npos) {
-    for (auto at = body.find(kSharded); at != std::string::npos; at = body.find(kSharded, at))
-      body.replace(at, kSharded.size(), "'PUBLISH'");
-    form = std::make_unique<Script>(std::move(body));
-  }
+  if (std::optional<std::string> plain = with_plain_publish(script.body()))
+    form = std::make_unique<Script>(std::move(*plain));
   scripts_.emplace_back(script.sha1(), std::move(form));
   return scripts_.back().second.get();
 }

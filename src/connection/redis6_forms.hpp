@@ -38,4 +38,8 @@ class Redis6Forms {
 // Whether `request` is SET key value NX PX ttl GET (in any letter case).
 bool is_set_nx_px_get(const Request& request);
 
+// `body` with its SPUBLISH calls made PUBLISH calls, as the library's scripts write them
+// (redis.pcall('SPUBLISH', ...)); nothing when it makes none.
+std::optional<std::string> with_plain_publish(std::string body);
+
 }  // namespace leasehold::detail

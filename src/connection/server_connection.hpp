@@ -91,8 +91,9 @@ class ServerConnection final : public TransportBase, private PipelineSink {
   Notifications& notifications() override;
 
   // Whether the connection made last sends the Redis 6 forms of calls (Redis6Forms): the URL
-  // says so (?compat=redis6), or the server is older than Redis 7.0. On the strand.
-  bool uses_redis6_forms() const noexcept { return uses_redis6_forms_; }
+  // says so (?compat=redis6), or the server is older than Redis 7.0 (it said so, or refused
+  // SET ... NX ... GET). On the strand.
+  bool uses_redis6_forms() const noexcept { return pipeline_.uses_redis6_forms(); }
 
   // Clock::now(), except on the strand while the replies of one read are handed out: then the
   // time that read completed (see connection_now() in client.hpp).
@@ -182,7 +183,6 @@ class ServerConnection final : public TransportBase, private PipelineSink {
   // named last (the URL until then).
   RedisUrl server_;
   std::unique_ptr<SentinelDiscovery> discovery_;  // behind Sentinel only
-  bool uses_redis6_forms_ = false;
 };
 
 }  // namespace leasehold::detail

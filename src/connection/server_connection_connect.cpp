@@ -260,8 +260,7 @@ ServerConnection::Awaitable<Failure> ServerConnection::handshake() {
     note_server_clock_offset(*handshake.server_clock_offset());
   if (!*verdict) {
     const std::optional<int> major = handshake.server_major_version();
-    uses_redis6_forms_ = server_.compat == RedisUrl::Compat::redis6 || (major && *major < 7);
-    pipeline_.use_redis6_forms(uses_redis6_forms_);
+    pipeline_.use_redis6_forms(server_.compat == RedisUrl::Compat::redis6 || (major && *major < 7));
   }
   co_return std::move(*verdict);
 }

@@ -12,6 +12,7 @@
 
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
+#include "redis6_forms.hpp"
 #include "redis_server.hpp"
 #include "rethrow.hpp"
 #include "scripts.hpp"
@@ -112,9 +113,7 @@ TEST_F(LockTest, AfterAScriptFlushAnExtendSentBeforeAReleaseNeverRunsAfterIt) {
   // The release's script, as this client sends it (Redis 6 mode publishes plainly).
   std::string release = detail::lock_release_script().body();
   if (RedisUrl::parse(server_->unix_url()).compat == RedisUrl::Compat::redis6)
-    for (auto at = release.find("'SPUBLISH'"); at != std::string::npos;
-         at = release.find("'SPUBLISH'"))
-      release.replace(at, 10, "'PUBLISH'");
+    release = *detail::with_plain_publish(release);
   server_->command({"SCRIPT", "LOAD", release});
   // Paused, Redis holds both calls until they are both in flight.
   ASSERT_EQ(server_->command({"CLIENT", "PAUSE", "200", "ALL"}), Reply::make_status("OK"));
