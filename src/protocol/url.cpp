@@ -222,15 +222,19 @@ std::string_view take_query(std::string_view rest, RedisUrl& url) {
   return rest.substr(0, q);
 }
 
+// The database number after the '/' at `slash`, if one is given.
+std::optional<int> db_after(std::string_view rest, std::size_t slash) {
+  if (slash == std::string_view::npos || slash + 1 == rest.size())
+    return std::nullopt;
+  return parse_db(rest.substr(slash + 1));
+}
+
 void parse_tcp(std::string_view rest, RedisUrl& url) {
   url.transport = RedisUrl::Transport::tcp;
   rest = take_credentials(take_query(rest, url), url);
   const auto slash = rest.find('/');
-  if (slash != std::string_view::npos) {
-    const std::string_view db = rest.substr(slash + 1);
-    if (!db.empty())
-      url.db = parse_db(db);
-  }
+  if (const std::optional<int> db = db_after(rest, slash))
+    url.db = *db;
   parse_host_port(rest.substr(0, slash), url.host, url.port);
 }
 
@@ -238,11 +242,8 @@ void parse_cluster(std::string_view rest, RedisUrl& url) {
   url.transport = RedisUrl::Transport::cluster;
   rest = take_credentials(take_query(rest, url), url);
   const auto slash = rest.find('/');
-  if (slash != std::string_view::npos) {
-    const std::string_view db = rest.substr(slash + 1);
-    if (!db.empty() && parse_db(db) != 0)
-      throw Failure{"Redis Cluster has only database 0"};
-  }
+  if (const std::optional<int> db = db_after(rest, slash); db && *db != 0)
+    throw Failure{"Redis Cluster has only database 0"};
   url.seeds = parse_endpoints(rest.substr(0, slash), 6379);
   url.host = url.seeds.front().host;
   url.port = url.seeds.front().port;
