@@ -6,6 +6,18 @@
 #include "leasehold/request.hpp"
 
 namespace leasehold::detail {
+namespace {
+
+// A TCP port written in decimal, all of `text`; nothing otherwise.
+std::optional<std::uint16_t> port_of(std::string_view text) {
+  unsigned port = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), port);
+  if (error != std::errc{} || end != text.data() + text.size() || port == 0 || port > 65535)
+    return std::nullopt;
+  return static_cast<std::uint16_t>(port);
+}
+
+}  // namespace
 
 SentinelDiscovery::SentinelDiscovery(const RedisUrl& url)
     : master_name_(url.master_name), sends_auth_(url.has_sentinel_password), sentinels_(url.seeds) {
@@ -17,6 +29,8 @@ SentinelDiscovery::SentinelDiscovery(const RedisUrl& url)
   request_ += Request::command({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", master_name_}).bytes();
   request_ += Request::command({"SENTINEL", "SENTINELS", master_name_}).bytes();
   replies_expected_ = sends_auth_ ? 3 : 2;
+  watch_request_ = request_;
+  watch_request_ += Request::command({"SUBSCRIBE", "+switch-master", "+promoted-slave"}).bytes();
 }
 
 std::vector<SentinelDiscovery::Endpoint> SentinelDiscovery::start_round() {
@@ -82,20 +96,17 @@ std::optional<SentinelDiscovery::Answer> SentinelDiscovery::on_bytes(codec::Repl
     note("knows no master named '" + master_name_ + "'");
     return Answer{};
   }
-  unsigned port = 0;
-  if (address.type != Reply::Type::array || address.elements.size() != 2 ||
-      address.elements[0].str.empty() ||
-      std::from_chars(address.elements[1].str.data(),
-                      address.elements[1].str.data() + address.elements[1].str.size(), port)
-              .ec != std::errc{} ||
-      port == 0 || port > 65535) {
+  std::optional<std::uint16_t> port;
+  if (address.type == Reply::Type::array && address.elements.size() == 2)
+    port = port_of(address.elements[1].str);
+  if (!port || address.elements[0].str.empty()) {
     note("answered SENTINEL GET-MASTER-ADDR-BY-NAME with " + to_string(address) +
          "; it may not be a sentinel");
     return Answer{};
   }
   learn_sentinels(sentinels);
   last_answered_ = asking_;
-  return Answer{Endpoint{address.elements[0].str, static_cast<std::uint16_t>(port)}};
+  return Answer{Endpoint{address.elements[0].str, *port}};
 }
 
 // SENTINEL SENTINELS: one array per other sentinel, of field names and values ("ip", "port", …).
@@ -110,10 +121,7 @@ void SentinelDiscovery::learn_sentinels(const Reply& reply) {
       if (field == "ip") {
         endpoint.host = value;
       } else if (field == "port") {
-        unsigned port = 0;
-        if (std::from_chars(value.data(), value.data() + value.size(), port).ec == std::errc{} &&
-            port <= 65535)
-          endpoint.port = static_cast<std::uint16_t>(port);
+        endpoint.port = port_of(value).value_or(0);
       }
     }
     if (endpoint.host.empty() || endpoint.port == 0)
@@ -121,6 +129,43 @@ void SentinelDiscovery::learn_sentinels(const Reply& reply) {
     if (std::find(sentinels_.begin(), sentinels_.end(), endpoint) == sentinels_.end())
       sentinels_.push_back(std::move(endpoint));
   }
+}
+
+// ["message", "+switch-master", "<name> <old ip> <old port> <new ip> <new port>"], or
+// ["message", "+promoted-slave", "slave <ip>:<port> <ip> <port> @ <name> <old ip> <old port>"].
+std::optional<SentinelDiscovery::Endpoint> SentinelDiscovery::switched_master(
+    const Reply& push) const {
+  if (push.type != Reply::Type::array || push.elements.size() != 3 ||
+      push.elements[0].str != "message" || push.elements[2].type != Reply::Type::string)
+    return std::nullopt;
+  const std::string& event = push.elements[1].str;
+  if (event != "+switch-master" && event != "+promoted-slave")
+    return std::nullopt;
+  std::vector<std::string_view> words;
+  std::string_view rest = push.elements[2].str;
+  while (!rest.empty()) {
+    const std::size_t end = std::min(rest.find(' '), rest.size());
+    if (end > 0)
+      words.push_back(rest.substr(0, end));
+    rest.remove_prefix(std::min(end + 1, rest.size()));
+  }
+  // Where the new master's address is.
+  std::size_t host = 0;
+  if (event == "+switch-master" && words.size() == 5 && words[0] == master_name_)
+    host = 3;
+  else if (event == "+promoted-slave" && words.size() == 8 && words[0] == "slave" &&
+           words[4] == "@" && words[5] == master_name_)
+    host = 2;
+  const std::optional<std::uint16_t> port = host == 0 ? std::nullopt : port_of(words[host + 1]);
+  if (!port)
+    return std::nullopt;
+  return Endpoint{std::string(words[host]), *port};
+}
+
+void SentinelDiscovery::ask_first(const Endpoint& sentinel) {
+  if (std::find(sentinels_.begin(), sentinels_.end(), sentinel) == sentinels_.end())
+    sentinels_.push_back(sentinel);
+  last_answered_ = sentinel;
 }
 
 void SentinelDiscovery::unreachable(std::string why) {

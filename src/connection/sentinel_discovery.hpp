@@ -5,6 +5,14 @@
 // that the server it names is one before trusting it (a sentinel may name a stale master in the
 // middle of a failover). The sentinel that answered goes first in the next round, and the
 // sentinels it knows of (SENTINEL SENTINELS) join the list.
+//
+// A connection also watches every sentinel it knows of (each with a SentinelDiscovery of its own):
+// the same question, then a subscription to the events that name a new master — +promoted-slave,
+// which the sentinel leading a failover sends the moment the replica it promoted reports itself
+// a master, and +switch-master, which every sentinel sends when it takes the new master on.
+// Correctness never depends on them (a demoted master answers READONLY, and every reconnect asks
+// the sentinels again and checks with ROLE); they make a switch known at once rather than when
+// Sentinel demotes the old master or the next reconnect asks.
 #pragma once
 
 #include <optional>
@@ -33,6 +41,12 @@ class SentinelDiscovery {
   // What to send a sentinel, in one write: AUTH when the URL gives the sentinels a password,
   // SENTINEL GET-MASTER-ADDR-BY-NAME, SENTINEL SENTINELS.
   std::string_view request() const noexcept { return request_; }
+  // What to send a sentinel a connection watches: request(), then SUBSCRIBE to the two events.
+  // Sent in one write, so no switch falls between the answer and the subscription.
+  std::string_view watch_request() const noexcept { return watch_request_; }
+  // The new master a +switch-master or +promoted-slave message names, if it is one of this URL's
+  // master; nothing for any other push or reply.
+  std::optional<Endpoint> switched_master(const Reply& push) const;
 
   // Before the replies of `sentinel` are read.
   void asking(const Endpoint& sentinel);
@@ -51,6 +65,10 @@ class SentinelDiscovery {
   // connect_failed.
   Failure round_failure() const;
 
+  // `sentinel` (known or not) is asked first in the next round: it told of a switch of master
+  // that the others may not know of yet.
+  void ask_first(const Endpoint& sentinel);
+
   // The sentinels known now: the URL's and those they told of.
   const std::vector<Endpoint>& sentinels() const noexcept { return sentinels_; }
 
@@ -61,6 +79,7 @@ class SentinelDiscovery {
 
   std::string master_name_;
   std::string request_;
+  std::string watch_request_;
   std::size_t replies_expected_;
   bool sends_auth_;
   std::vector<Endpoint> sentinels_;

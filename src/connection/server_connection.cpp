@@ -65,6 +65,8 @@ ServerConnection::ServerConnection(Strand strand, RedisUrl url, ClientOptions op
 void ServerConnection::start() {
   asio::co_spawn(strand_, run(), rethrow_unexpected);
   asio::co_spawn(strand_, expire_loop(), rethrow_unexpected);
+  if (discovery_)
+    watch_sentinels(discovery_->sentinels());
 }
 
 std::unique_ptr<Operation> ServerConnection::prepare(std::unique_ptr<Operation> operation) {
@@ -135,6 +137,7 @@ void ServerConnection::stop_io() {
   writer_wakeup_.cancel();
   expiry_timer_.cancel();
   backoff_timer_.cancel();
+  stop_watches();
 }
 
 void ServerConnection::retire() {
@@ -253,8 +256,8 @@ void ServerConnection::on_read(std::error_code ec, std::size_t size, std::uint64
 }
 
 Failure ServerConnection::lost_while_reading(std::error_code ec) {
-  if (silence_.error)  // the socket was closed because the server fell silent
-    return std::exchange(silence_, Failure{});
+  if (abandoned_.error)  // the socket was closed on purpose
+    return std::exchange(abandoned_, Failure{});
   return {make_error_code(errc::connection_lost),
           "the connection to Redis at " + server_.address() + " was lost (" +
               (ec == asio::error::eof ? std::string("closed by the server") : ec.message()) +
@@ -351,7 +354,7 @@ void ServerConnection::on_time() {
   if (std::optional<Failure> silence = pipeline_.on_time(Clock::now())) {
     // Replaced: the read in progress fails, and the calls in flight are handled as after any
     // lost connection.
-    silence_ = std::move(*silence);
+    abandoned_ = std::move(*silence);
     std::error_code ignored;
     socket_.close(ignored);
   }

@@ -62,6 +62,7 @@ class ServerConnection final : public TransportBase, private PipelineSink {
   using Timer = BasicTimer<Strand>;
 
   using TlsContext = std::shared_ptr<asio::ssl::context>;
+  using TlsStream = asio::ssl::stream<Socket&>;
   using Resolver = asio::ip::basic_resolver<asio::ip::tcp, Strand>;
   // The completion token of the loops' and the setup's awaits, on the strand.
   static constexpr asio::use_awaitable_t<Strand> use_awaitable{};
@@ -86,6 +87,16 @@ class ServerConnection final : public TransportBase, private PipelineSink {
   void set_connection_observer(UniqueFunction<void(bool)> observer) {
     connection_observer_ = std::move(observer);
   }
+
+  // Before start(): whether the connection, behind Sentinel, watches the sentinels for a new
+  // master itself (it does unless told otherwise: a subscriber's connection is told by its
+  // owner's).
+  void set_watches_sentinels(bool watches) noexcept { watches_sentinels_ = watches; }
+  // Behind Sentinel, on the strand: `sentinel` named `master` the master. If that is not the
+  // server this connection reaches, the connection is left (and made again to the master the
+  // sentinels name then, that sentinel asked first) or, while it waits to reconnect, made again
+  // now.
+  void master_named(const RedisUrl::Endpoint& master, const RedisUrl::Endpoint& sentinel);
 
   // The subscriber of this server, made at the first call (on the strand).
   Notifications& notifications() override;
@@ -115,28 +126,57 @@ class ServerConnection final : public TransportBase, private PipelineSink {
     operation.complete(*this, error, std::move(detail));
   }
 
+  // A socket, the TLS session over it, and the buffer its reads fill: the connection's own, or
+  // one to a sentinel it watches.
+  struct Link {
+    Socket& socket;
+    std::optional<TlsStream>& tls;
+    std::vector<char>& buffer;
+  };
+  Link own_link() noexcept { return {socket_, tls_, read_buffer_}; }
+  // The watch of one sentinel (server_connection_watch.cpp).
+  struct SentinelWatch;
+
   Awaitable<void> run();
   Awaitable<Failure> connect_once();
-  // Resolves and connects socket_ to `where` (`what` names it in messages: "Redis", "the
-  // sentinel"), then makes the TLS session if the URL asks for one. Closing socket_ or
+  // Resolves and connects the link's socket to `where` (`what` names it in messages: "Redis",
+  // "the sentinel"), then makes the TLS session if the URL asks for one. Closing the socket or
   // cancelling `resolver` ends it; so does `timed_out` between endpoints.
-  Awaitable<Failure> open_stream(const RedisUrl& where, std::string_view what, Resolver& resolver,
-                                 const bool& timed_out);
+  Awaitable<Failure> open_stream(Link link, const RedisUrl& where, std::string_view what,
+                                 Resolver& resolver, const bool& timed_out);
   // Behind Sentinel: asks the sentinels of a round (SentinelDiscovery) until one names a master,
   // which server_ then is; else why none did.
   Awaitable<Failure> find_master(const std::shared_ptr<Resolver>& resolver,
                                  const std::shared_ptr<bool>& timed_out);
-  // Asks `sentinel`, to which socket_ is connected: its answer, or nothing and `failure`.
+  // Sends `request` to `sentinel`, to which the link is connected, and reads its replies into
+  // `reader`: its answer (`rounds`'), or nothing and `failure`.
   Awaitable<std::optional<SentinelDiscovery::Answer>> ask_sentinel(
+      Link link, SentinelDiscovery& rounds, std::string_view request, codec::ReplyReader& reader,
       const RedisUrl::Endpoint& sentinel, Failure& failure);
-  Awaitable<Failure> tls_handshake(const RedisUrl& where);
-  // Writes `request`, then reads into `reader` until `answer(reader)` (an optional) gives a
-  // value: that value, or nothing and `ec` when the stream broke first. The setup's exchanges
-  // (the handshake, a sentinel's question) use it, before the read loop runs.
+  Awaitable<Failure> tls_handshake(Link link, const RedisUrl& where);
+  // Writes `request` on `link`, then reads into `reader` until `answer(reader)` (an optional)
+  // gives a value: that value, or nothing and `ec` when the stream broke first. The setup's
+  // exchanges (the handshake, a sentinel's question) use it, before the read loop runs, and the
+  // sentinel watch's.
   template <class Answer>
-  auto exchange(std::string_view request, codec::ReplyReader& reader, Answer answer,
+  auto exchange(Link link, std::string_view request, codec::ReplyReader& reader, Answer answer,
                 std::error_code& ec)
       -> Awaitable<std::invoke_result_t<Answer&, codec::ReplyReader&>>;
+  // Behind Sentinel (server_connection_watch.cpp): starts watching each sentinel in `known` not
+  // yet watched, for as long as the connection is open.
+  void watch_sentinels(const std::vector<RedisUrl::Endpoint>& known);
+  // Watches one sentinel, again after each time its connection breaks, telling master_named()
+  // each new master its events name.
+  Awaitable<void> watch_loop(std::shared_ptr<SentinelWatch> watch);
+  // Once: until the watched sentinel's connection breaks (or the connection is closed).
+  Awaitable<void> watch_once(SentinelWatch& watch);
+  // Reads the events of the watched sentinel (after what `reader` holds).
+  Awaitable<void> follow_events(SentinelWatch& watch, codec::ReplyReader& reader);
+  void stop_watches();
+  // Whether `endpoint` is the server this connection reaches (server_).
+  bool reaches(const RedisUrl::Endpoint& endpoint) const noexcept {
+    return endpoint.host == server_.host && endpoint.port == server_.port;
+  }
   std::string connect_timeout_detail() const;
   Awaitable<Failure> handshake();
   Awaitable<void> read_loop(Failure& failure);
@@ -175,7 +215,9 @@ class ServerConnection final : public TransportBase, private PipelineSink {
 
   bool writer_waiting_ = false;  // the writer coroutine waits on writer_wakeup_
   bool delivering_ = false;      // the read loop hands out replies; it sends what they cause
-  Failure silence_;  // why the connection was replaced for its silence, for the read that fails
+  // Why the connection was left on purpose (its server fell silent, or the sentinels named
+  // another master), for the read that then fails.
+  Failure abandoned_;
   UniqueFunction<void(bool)> connection_observer_;
   std::shared_ptr<Subscriber> subscriber_;  // once per client, on its first connection
   ReconnectSchedule reconnect_;
@@ -183,6 +225,13 @@ class ServerConnection final : public TransportBase, private PipelineSink {
   // named last (the URL until then).
   RedisUrl server_;
   std::unique_ptr<SentinelDiscovery> discovery_;  // behind Sentinel only
+  // The sentinels watched (behind Sentinel, unless a subscriber's connection).
+  bool watches_sentinels_ = true;
+  std::vector<std::shared_ptr<SentinelWatch>> watches_;
+  // The master an event named last when it was not server_, and how many times that happened:
+  // a connection made while an event named another master is not trusted.
+  std::optional<RedisUrl::Endpoint> named_master_;
+  std::uint64_t other_masters_named_ = 0;
 };
 
 }  // namespace leasehold::detail

@@ -18,25 +18,25 @@ namespace leasehold::detail {
 
 // Writes `request`, then reads what comes into `reader` until `answer(reader)` gives a value.
 template <class Answer>
-auto ServerConnection::exchange(std::string_view request, codec::ReplyReader& reader, Answer answer,
-                                std::error_code& ec)
+auto ServerConnection::exchange(Link link, std::string_view request, codec::ReplyReader& reader,
+                                Answer answer, std::error_code& ec)
     -> Awaitable<std::invoke_result_t<Answer&, codec::ReplyReader&>> {
-  if (tls_)
-    co_await asio::async_write(*tls_, asio::buffer(request.data(), request.size()),
+  if (link.tls)
+    co_await asio::async_write(*link.tls, asio::buffer(request.data(), request.size()),
                                asio::redirect_error(use_awaitable, ec));
   else
-    co_await asio::async_write(socket_, asio::buffer(request.data(), request.size()),
+    co_await asio::async_write(link.socket, asio::buffer(request.data(), request.size()),
                                asio::redirect_error(use_awaitable, ec));
   while (!ec) {
     if (auto answered = answer(reader))
       co_return answered;
     const std::size_t n =
-        tls_ ? co_await tls_->async_read_some(asio::buffer(read_buffer_),
-                                              asio::redirect_error(use_awaitable, ec))
-             : co_await socket_.async_read_some(asio::buffer(read_buffer_),
-                                                asio::redirect_error(use_awaitable, ec));
+        link.tls ? co_await link.tls->async_read_some(asio::buffer(link.buffer),
+                                                      asio::redirect_error(use_awaitable, ec))
+                 : co_await link.socket.async_read_some(asio::buffer(link.buffer),
+                                                        asio::redirect_error(use_awaitable, ec));
     if (!ec)
-      reader.feed(read_buffer_.data(), n);
+      reader.feed(link.buffer.data(), n);
   }
   co_return std::nullopt;
 }
@@ -71,19 +71,28 @@ ServerConnection::Awaitable<Failure> ServerConnection::connect_once() {
     return failure;
   };
 
+  const std::uint64_t other_masters_named = other_masters_named_;
   if (discovery_) {
     if (Failure failure = co_await find_master(resolver, timed_out))
       co_return finish(std::move(failure));
   }
-  if (Failure failure = co_await open_stream(server_, "Redis", *resolver, *timed_out))
+  if (Failure failure = co_await open_stream(own_link(), server_, "Redis", *resolver, *timed_out))
     co_return finish(std::move(failure));
   if (closed())
     co_return finish({make_error_code(errc::closed), "the client was closed"});
   Failure failure = co_await handshake();
+  // The watched sentinel named another master while this one was found and checked: a switch
+  // the sentinel asked may not have known of yet.
+  if (!failure && other_masters_named != other_masters_named_ && named_master_ &&
+      !reaches(*named_master_)) {
+    failure = {make_error_code(errc::connect_failed),
+               "a sentinel named " + named_master_->address() + " the master while connecting to " +
+                   server_.address() + "; the sentinels are asked again"};
+  }
   co_return finish(std::move(failure));
 }
 
-ServerConnection::Awaitable<Failure> ServerConnection::open_stream(const RedisUrl& where,
+ServerConnection::Awaitable<Failure> ServerConnection::open_stream(Link link, const RedisUrl& where,
                                                                    std::string_view what,
                                                                    Resolver& resolver,
                                                                    const bool& timed_out) {
@@ -113,13 +122,13 @@ ServerConnection::Awaitable<Failure> ServerConnection::open_stream(const RedisUr
   ec = asio::error::host_not_found;
   for (const auto& endpoint : endpoints) {
     std::error_code ignored;
-    socket_.close(ignored);
+    link.socket.close(ignored);
     if (timed_out || closed())
       break;
-    socket_.open(endpoint.protocol(), ec);
+    link.socket.open(endpoint.protocol(), ec);
     if (ec)
       continue;
-    co_await socket_.async_connect(endpoint, asio::redirect_error(use_awaitable, ec));
+    co_await link.socket.async_connect(endpoint, asio::redirect_error(use_awaitable, ec));
     if (!ec)
       break;
   }
@@ -129,11 +138,11 @@ ServerConnection::Awaitable<Failure> ServerConnection::open_stream(const RedisUr
   }
   if (where.transport != RedisUrl::Transport::unix_socket) {
     std::error_code ignored;
-    socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
-    socket_.set_option(asio::socket_base::keep_alive(true), ignored);
+    link.socket.set_option(asio::ip::tcp::no_delay(true), ignored);
+    link.socket.set_option(asio::socket_base::keep_alive(true), ignored);
   }
   // Calls are written straight from the strand (send_waiting): a write must never block it.
-  socket_.non_blocking(true, ec);
+  link.socket.non_blocking(true, ec);
   if (ec) {
     co_return Failure{make_error_code(errc::connect_failed),
                       "could not connect to " + at + ": " + ec.message()};
@@ -141,7 +150,7 @@ ServerConnection::Awaitable<Failure> ServerConnection::open_stream(const RedisUr
   if (closed())
     co_return Failure{make_error_code(errc::closed), "the client was closed"};
   if (tls_context_)
-    co_return co_await tls_handshake(where);
+    co_return co_await tls_handshake(link, where);
   co_return Failure{};
 }
 
@@ -156,7 +165,6 @@ ServerConnection::Awaitable<Failure> ServerConnection::find_master(
   for (const RedisUrl::Endpoint& sentinel : round) {
     if (*timed_out || closed())
       break;
-    discovery_->asking(sentinel);
     auto late = std::make_shared<bool>(false);
     auto done = std::make_shared<bool>(false);
     Timer timer(strand_);
@@ -169,11 +177,14 @@ ServerConnection::Awaitable<Failure> ServerConnection::find_master(
       std::error_code ignored;
       socket_.close(ignored);
     });
-    Failure failure =
-        co_await open_stream(url_.node(sentinel), "the sentinel", *resolver, *timed_out);
+    Failure failure = co_await open_stream(own_link(), url_.node(sentinel), "the sentinel",
+                                           *resolver, *timed_out);
     std::optional<SentinelDiscovery::Answer> answer;
-    if (!failure)
-      answer = co_await ask_sentinel(sentinel, failure);
+    codec::ReplyReader reader;
+    if (!failure) {
+      answer = co_await ask_sentinel(own_link(), *discovery_, discovery_->request(), reader,
+                                     sentinel, failure);
+    }
     *done = true;
     timer.cancel();
     std::error_code ignored;
@@ -181,6 +192,7 @@ ServerConnection::Awaitable<Failure> ServerConnection::find_master(
     tls_.reset();
     if (answer && answer->master) {
       server_ = url_.node(*answer->master);
+      watch_sentinels(discovery_->sentinels());  // those it told of too
       co_return Failure{};
     }
     if (!answer) {
@@ -194,12 +206,14 @@ ServerConnection::Awaitable<Failure> ServerConnection::find_master(
 }
 
 ServerConnection::Awaitable<std::optional<SentinelDiscovery::Answer>>
-ServerConnection::ask_sentinel(const RedisUrl::Endpoint& sentinel, Failure& failure) {
-  codec::ReplyReader reader;
+ServerConnection::ask_sentinel(Link link, SentinelDiscovery& rounds, std::string_view request,
+                               codec::ReplyReader& reader, const RedisUrl::Endpoint& sentinel,
+                               Failure& failure) {
+  rounds.asking(sentinel);
   std::error_code ec;
   std::optional<SentinelDiscovery::Answer> answer = co_await exchange(
-      discovery_->request(), reader,
-      [this](codec::ReplyReader& replies) { return discovery_->on_bytes(replies); }, ec);
+      link, request, reader,
+      [&rounds](codec::ReplyReader& replies) { return rounds.on_bytes(replies); }, ec);
   if (!answer) {
     failure = {
         make_error_code(errc::connect_failed),
@@ -217,23 +231,26 @@ std::string ServerConnection::connect_timeout_detail() const {
   return detail;
 }
 
-ServerConnection::Awaitable<Failure> ServerConnection::tls_handshake(const RedisUrl& where) {
-  tls_.emplace(socket_, *tls_context_);
+ServerConnection::Awaitable<Failure> ServerConnection::tls_handshake(Link link,
+                                                                     const RedisUrl& where) {
+  std::optional<TlsStream>& tls = link.tls;
+  tls.emplace(link.socket, *tls_context_);
   const std::string& name =
       options_.tls.server_name.empty() ? where.host : options_.tls.server_name;
-  if (!expect_server_name(tls_->native_handle(), name)) {
+  if (!expect_server_name(tls->native_handle(), name)) {
     co_return Failure{make_error_code(errc::tls_failed),
                       "cannot check the certificate of " + where.address() + " against the name '" +
                           name + "'; set ClientOptions::tls.server_name"};
   }
   std::error_code ec;
-  tls_handshaking_ = true;
-  co_await tls_->async_handshake(asio::ssl::stream_base::client,
-                                 asio::redirect_error(use_awaitable, ec));
+  // What a connect timeout names: only the connection's own handshake.
+  tls_handshaking_ = &link.socket == &socket_;
+  co_await tls->async_handshake(asio::ssl::stream_base::client,
+                                asio::redirect_error(use_awaitable, ec));
   tls_handshaking_ = false;
   if (!ec)
     co_return Failure{};
-  const std::string why = describe_tls_failure(tls_->native_handle(), ec);
+  const std::string why = describe_tls_failure(tls->native_handle(), ec);
   if (why.empty()) {
     co_return Failure{make_error_code(errc::connect_failed),
                       "the connection to " + where.address() +
@@ -248,7 +265,7 @@ ServerConnection::Awaitable<Failure> ServerConnection::handshake() {
   Handshake handshake(server_, options_.client_name, discovery_ != nullptr);
   std::error_code ec;
   std::optional<Failure> verdict = co_await exchange(
-      handshake.request(), *reader_,
+      own_link(), handshake.request(), *reader_,
       [&handshake](codec::ReplyReader& replies) { return handshake.on_bytes(replies); }, ec);
   if (!verdict) {
     co_return handshake.broken(

@@ -73,9 +73,16 @@ void Subscriber::close() {
   core_->close();
 }
 
+void Subscriber::follow_master(const RedisUrl::Endpoint& master,
+                               const RedisUrl::Endpoint& sentinel) {
+  if (core_ && !closed_)
+    core_->master_named(master, sentinel);
+}
+
 void Subscriber::start() {
   core_ = std::make_shared<ServerConnection>(strand_, url_, options_, tls_);
   core_->set_push_sink(this);
+  core_->set_watches_sentinels(false);
   core_->set_connection_observer([weak = weak_from_this()](bool connected) {
     const auto self = weak.lock();
     if (!self || self->closed_)

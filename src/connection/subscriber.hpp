@@ -26,6 +26,8 @@ class Subscriber final : public Notifications,
 
   // Ends the connection; listeners are not called again.
   void close();
+  // Behind Sentinel: `sentinel` named `master` the master (its owner's connection watches them).
+  void follow_master(const RedisUrl::Endpoint& master, const RedisUrl::Endpoint& sentinel);
 
   const SubscriptionSet& subscriptions() const noexcept { return set_; }
 

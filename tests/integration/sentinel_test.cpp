@@ -80,6 +80,42 @@ TEST_F(SentinelTest, AClientFollowsAFailoverAndTakesLeasesOnTheNewMaster) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
 }
 
+// Sentinel demotes the old master only at its next look at it, seconds after the failover; the
+// client must not wait for that (or for a READONLY): it leaves the old master when the sentinel
+// leading the failover tells of the promotion, so its leases are the new master's at once, while
+// the old master still says it is one. Its own group: the old master is left undemoted.
+TEST(SentinelSwitchTest, AClientLeavesTheOldMasterWhenASentinelTellsOfThePromotion) {
+  RedisSentinelGroup group;
+  const Lock<std::string> lock{"sentinel", 5s};
+  Client redis(group.url());
+  ASSERT_EQ(redis.process(Command{"PING"}).str, "PONG");
+  RedisServer* const old_master = group.master();
+  ASSERT_NE(old_master, nullptr);
+  RedisServer& promoted = group.start_failover(30s);
+  const auto named = std::chrono::steady_clock::now();
+
+  int attempt = 0;
+  ASSERT_TRUE(testing::eventually(
+      [&] {
+        const std::string name = "switch:" + std::to_string(++attempt);
+        try {
+          if (!redis.process(lock.try_lock(name)))
+            return false;
+        } catch (const Error&) {
+          return false;  // the connection was being left
+        }
+        return promoted.command({"EXISTS", lock.key(name)}).integer == 1;
+      },
+      10s, 5ms))
+      << "no lease was granted by the promoted server";
+  const auto moved = std::chrono::steady_clock::now() - named;
+  const Reply old_role = old_master->command({"ROLE"});
+  ASSERT_FALSE(old_role.elements.empty());
+  EXPECT_EQ(old_role.elements[0].str, "master")
+      << "the old master was demoted first: this did not show the client leaving it by itself";
+  EXPECT_LT(moved, 1s) << "from the sentinel naming the promoted server";
+}
+
 // The master killed outright: the sentinels find it down after down-after-milliseconds and
 // promote a replica; the client, whose connection died with the master, takes leases there. Its
 // own group: the test leaves a server dead.

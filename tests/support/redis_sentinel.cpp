@@ -119,8 +119,29 @@ void RedisSentinelGroup::wait_named(RedisServer& server, std::chrono::millisecon
       timeout, "the sentinels do not all name 127.0.0.1:" + port);
 }
 
-RedisServer& RedisSentinelGroup::failover(std::chrono::milliseconds timeout) {
-  RedisServer* before = master();
+RedisServer& RedisSentinelGroup::start_failover(std::chrono::milliseconds timeout) {
+  RedisServer* const before = master();
+  send_failover(timeout);
+  RedisServer* after = nullptr;
+  wait_until(
+      [&] {
+        for (const auto& sentinel : sentinels_) {
+          if (sentinel->pid() <= 0)
+            continue;
+          const Reply named = ask_sentinel(
+              *sentinel, {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", options_.master_name});
+          for (const auto& server : servers_)
+            if (server.get() != before && named.elements.size() == 2 &&
+                named.elements[1].str == std::to_string(server->port()))
+              after = server.get();
+        }
+        return after != nullptr;
+      },
+      timeout, "no sentinel named another master");
+  return *after;
+}
+
+void RedisSentinelGroup::send_failover(std::chrono::milliseconds timeout) {
   // A sentinel that has not heard from a replica lately finds no good one (NOGOODSLAVE) and
   // asks again after its next INFO; on a loaded machine that takes a while.
   Reply started;
@@ -132,6 +153,11 @@ RedisServer& RedisSentinelGroup::failover(std::chrono::milliseconds timeout) {
       timeout, "SENTINEL FAILOVER found no good replica");
   if (started.is_error())
     throw std::runtime_error("SENTINEL FAILOVER: " + started.str);
+}
+
+RedisServer& RedisSentinelGroup::failover(std::chrono::milliseconds timeout) {
+  RedisServer* before = master();
+  send_failover(timeout);
   RedisServer* after = nullptr;
   wait_until(
       [&] {

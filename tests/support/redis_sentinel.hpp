@@ -48,10 +48,16 @@ class RedisSentinelGroup {
   // server is master, in sync with the others, and every running sentinel names it. The new
   // master.
   RedisServer& failover(std::chrono::milliseconds timeout);
+  // SENTINEL FAILOVER through the first sentinel, then waits (up to `timeout`) only until some
+  // sentinel names another server the master (the one leading the failover does first): that
+  // server. The old master may still say it is one.
+  RedisServer& start_failover(std::chrono::milliseconds timeout);
   // Waits until every running sentinel names `server` the master.
   void wait_named(RedisServer& server, std::chrono::milliseconds timeout);
 
  private:
+  // SENTINEL FAILOVER through the first sentinel, asked again while it finds no good replica.
+  void send_failover(std::chrono::milliseconds timeout);
   // A command to a sentinel, with its password when it has one.
   Reply ask_sentinel(RedisServer& sentinel, const std::vector<std::string>& args) const;
 

@@ -117,5 +117,52 @@ TEST(SentinelDiscovery, CredentialsEverySentinelRefusesAreFatal) {
   EXPECT_NE(some.detail.find("add ?sentinel_password="), std::string::npos) << some.detail;
 }
 
+TEST(SentinelDiscovery, TheWatchAsksThenSubscribesToSwitchesInOneWrite) {
+  SentinelDiscovery discovery(RedisUrl::parse("redis-sentinel://s1/main"));
+  EXPECT_EQ(discovery.watch_request(),
+            std::string(discovery.request()) +
+                bytes_of({"SUBSCRIBE", "+switch-master", "+promoted-slave"}));
+}
+
+Reply switch_message(std::string payload, std::string event = "+switch-master") {
+  return Reply::make_array({Reply::make_string("message"), Reply::make_string(std::move(event)),
+                            Reply::make_string(std::move(payload))});
+}
+
+TEST(SentinelDiscovery, ASwitchOfTheUrlsMasterNamesTheNewAddress) {
+  SentinelDiscovery discovery(RedisUrl::parse("redis-sentinel://s1/main"));
+  EXPECT_EQ(discovery.switched_master(switch_message("main 10.0.0.7 6390 10.0.0.8 6391")),
+            (Endpoint{"10.0.0.8", 6391}));
+  EXPECT_FALSE(discovery.switched_master(switch_message("other 10.0.0.7 6390 10.0.0.8 6391")))
+      << "another master's switch";
+  EXPECT_FALSE(discovery.switched_master(switch_message("mainly 10.0.0.7 6390 10.0.0.8 6391")));
+  EXPECT_FALSE(discovery.switched_master(switch_message("main 10.0.0.7 6390 10.0.0.8")));
+  EXPECT_FALSE(discovery.switched_master(switch_message("main 10.0.0.7 6390 10.0.0.8 0")));
+  EXPECT_FALSE(discovery.switched_master(switch_message("main 10.0.0.7 6390 10.0.0.8 70000")));
+  EXPECT_FALSE(discovery.switched_master(switch_message("main 10.0.0.7 6390 10.0.0.8 63x")));
+  EXPECT_FALSE(discovery.switched_master(switch_message("")));
+  Reply subscribed = switch_message("ignored");
+  subscribed.elements[0].str = "subscribe";
+  EXPECT_FALSE(discovery.switched_master(subscribed)) << "the subscription's confirmation";
+  EXPECT_FALSE(discovery.switched_master(Reply::make_error("ERR unknown")));
+}
+
+TEST(SentinelDiscovery, TheReplicaPromotedForTheUrlsMasterIsTheNewAddress) {
+  SentinelDiscovery discovery(RedisUrl::parse("redis-sentinel://s1/main"));
+  const std::string promoted = "+promoted-slave";
+  EXPECT_EQ(discovery.switched_master(
+                switch_message("slave 10.0.0.8:6391 10.0.0.8 6391 @ main 10.0.0.7 6390", promoted)),
+            (Endpoint{"10.0.0.8", 6391}));
+  EXPECT_FALSE(discovery.switched_master(
+      switch_message("slave 10.0.0.8:6391 10.0.0.8 6391 @ other 10.0.0.7 6390", promoted)));
+  EXPECT_FALSE(discovery.switched_master(
+      switch_message("sentinel 10.0.0.8:6391 10.0.0.8 6391 @ main 10.0.0.7 6390", promoted)));
+  EXPECT_FALSE(discovery.switched_master(
+      switch_message("slave 10.0.0.8:6391 10.0.0.8 6391 main 10.0.0.7 6390", promoted)));
+  EXPECT_FALSE(
+      discovery.switched_master(switch_message("main 10.0.0.7 6390 10.0.0.8 6391", "+sdown")))
+      << "an event that names no new master";
+}
+
 }  // namespace
 }  // namespace leasehold::detail
