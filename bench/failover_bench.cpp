@@ -14,6 +14,7 @@
 // t_granted - t0, client = t_granted - t_named. A killed master is started again (its executable
 // and config file, from INFO), and each round first waits until every sentinel names the same
 // master and that master has all its replicas.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -211,15 +212,31 @@ std::vector<std::string> kill_server(const std::string& address) {
   return restart;
 }
 
-void start_server(const std::vector<std::string>& command) {
+// Starts the server killed at `address` again and waits until it answers (its pid file written:
+// bench/run-failover stops it by that, with the others).
+void start_server(const std::vector<std::string>& command, const std::string& address) {
   const pid_t child = ::fork();
   if (child == 0) {
-    ::setsid();  // bench/run-failover stops it with the others
+    ::setsid();
+    // Not this program's output: whoever reads it to its end would wait for the server too.
+    const int null = ::open("/dev/null", O_RDWR);
+    for (int fd = 0; fd <= 2; ++fd)
+      ::dup2(null, fd);
     ::execl(command[0].c_str(), command[0].c_str(), command[1].c_str(), nullptr);
     std::_Exit(127);
   }
   if (child < 0)
     throw std::runtime_error("could not start " + command[0]);
+  leasehold::Client server("redis://" + address);
+  wait_until(
+      [&] {
+        try {
+          return server.process(leasehold::Command{"PING"}).str == "PONG";
+        } catch (const leasehold::Error&) {
+          return false;
+        }
+      },
+      30s, "the killed master answers again");
 }
 
 struct Round {
@@ -279,7 +296,7 @@ Round run_round(const Options& options, const Sentinels& sentinels, Worker& work
       },
       60s, "a lease is granted on the new master");
   if (!restart.empty())
-    start_server(restart);
+    start_server(restart, old_master);
   return {ms_between(t0, named), ms_between(t0, granted), ms_between(named, granted)};
 }
 
