@@ -168,10 +168,13 @@ class ServerConnection final : public TransportBase, private PipelineSink {
   // Watches one sentinel, again after each time its connection breaks, telling master_named()
   // each new master its events name.
   Awaitable<void> watch_loop(std::shared_ptr<SentinelWatch> watch);
-  // Once: until the watched sentinel's connection breaks (or the connection is closed).
-  Awaitable<void> watch_once(SentinelWatch& watch);
-  // Reads the events of the watched sentinel (after what `reader` holds).
-  Awaitable<void> follow_events(SentinelWatch& watch, codec::ReplyReader& reader);
+  // Once: until the watched sentinel's connection breaks (or the connection is closed). What
+  // the sentinel said when it refused the subscription, if it did.
+  Awaitable<std::optional<std::string>> watch_once(SentinelWatch& watch);
+  // Reads the events of the watched sentinel (after what `reader` holds), until its connection
+  // breaks or it refuses the subscription (what it said then).
+  Awaitable<std::optional<std::string>> follow_events(SentinelWatch& watch,
+                                                      codec::ReplyReader& reader);
   void stop_watches();
   // Whether `endpoint` is the server this connection reaches (server_).
   bool reaches(const RedisUrl::Endpoint& endpoint) const noexcept {

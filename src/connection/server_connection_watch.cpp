@@ -10,6 +10,7 @@
 #include <asio/co_spawn.hpp>
 #include <asio/redirect_error.hpp>
 
+#include "leasehold/log.hpp"
 #include "server_connection.hpp"
 #include "subscriber.hpp"
 
@@ -56,7 +57,14 @@ ServerConnection::Awaitable<void> ServerConnection::watch_loop(
     std::shared_ptr<SentinelWatch> watch) {
   auto self = shared_from_this();  // keeps the state alive for as long as the loop runs
   while (!closed()) {
-    co_await watch_once(*watch);
+    if (const std::optional<std::string> refused = co_await watch_once(*watch)) {
+      log(LogLevel::warning,
+          "the sentinel at " + watch->at.address() + " refused to tell of switches of master (" +
+              *refused +
+              "); it is not watched, and a switch it alone tells of is noticed only when the "
+              "old master is demoted or the connection is made again");
+      break;
+    }
     if (closed())
       break;
     // The sentinel could not be reached, or its connection broke: try it again later.
@@ -66,7 +74,8 @@ ServerConnection::Awaitable<void> ServerConnection::watch_loop(
   }
 }
 
-ServerConnection::Awaitable<void> ServerConnection::watch_once(SentinelWatch& watch) {
+ServerConnection::Awaitable<std::optional<std::string>> ServerConnection::watch_once(
+    SentinelWatch& watch) {
   // The connect timeout bounds connecting and the first answer; closing the socket ends them.
   auto resolver = std::make_shared<Resolver>(strand_);
   watch.resolver = resolver;
@@ -93,34 +102,36 @@ ServerConnection::Awaitable<void> ServerConnection::watch_once(SentinelWatch& wa
   timer.cancel();
   // What it names now is not acted on: in the middle of a failover a sentinel may still name the
   // old master. Only its events are.
+  std::optional<std::string> refused;
   if (answer && answer->master && !closed()) {
     watch_sentinels(watch.questions.sentinels());
-    co_await follow_events(watch, reader);
+    refused = co_await follow_events(watch, reader);
   }
   std::error_code ignored;
   watch.socket.close(ignored);
   watch.tls.reset();
+  co_return refused;
 }
 
-ServerConnection::Awaitable<void> ServerConnection::follow_events(SentinelWatch& watch,
-                                                                  codec::ReplyReader& reader) {
+ServerConnection::Awaitable<std::optional<std::string>> ServerConnection::follow_events(
+    SentinelWatch& watch, codec::ReplyReader& reader) {
   for (;;) {
     std::error_code ec;
     while (Reply* reply = reader.next(ec)) {
       if (reply->is_error())
-        co_return;  // SUBSCRIBE refused (an ACL may): the other sentinels may allow it
+        co_return reply->str;  // SUBSCRIBE refused (an ACL may)
       if (const std::optional<RedisUrl::Endpoint> master = watch.questions.switched_master(*reply))
         master_named(*master, watch.at);
     }
     if (ec || closed())
-      co_return;
+      co_return std::nullopt;
     const std::size_t n =
         watch.tls ? co_await watch.tls->async_read_some(asio::buffer(watch.buffer),
                                                         asio::redirect_error(use_awaitable, ec))
                   : co_await watch.socket.async_read_some(asio::buffer(watch.buffer),
                                                           asio::redirect_error(use_awaitable, ec));
     if (ec)
-      co_return;
+      co_return std::nullopt;
     reader.feed(watch.buffer.data(), n);
   }
 }

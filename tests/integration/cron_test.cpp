@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "build_paths.hpp"
+#include "captured_log.hpp"
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
@@ -25,6 +26,7 @@ namespace leasehold::cron {
 namespace {
 
 using namespace std::chrono_literals;
+using leasehold::testing::CapturedLog;
 using leasehold::testing::command_calls;
 using leasehold::testing::eventually;
 using leasehold::testing::RedisServer;
@@ -43,25 +45,6 @@ struct RunLog {
     std::sort(copy.begin(), copy.end());
     return copy;
   }
-};
-
-// Captures the log hook's messages for the duration of a test.
-struct CapturedLog {
-  CapturedLog() {
-    set_log_handler([this](LogLevel level, std::string_view message) {
-      std::lock_guard lock(mutex);
-      lines.emplace_back(std::string(to_string(level)) + ": " + std::string(message));
-    });
-  }
-  ~CapturedLog() { set_log_handler({}); }
-  std::size_t count(std::string_view needle) {
-    std::lock_guard lock(mutex);
-    return std::count_if(lines.begin(), lines.end(), [&](const std::string& line) {
-      return line.find(needle) != std::string::npos;
-    });
-  }
-  std::mutex mutex;
-  std::vector<std::string> lines;
 };
 
 // The smallest gap between consecutive starts.

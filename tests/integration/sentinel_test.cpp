@@ -9,6 +9,7 @@
 #include <string>
 
 #include "build_paths.hpp"
+#include "captured_log.hpp"
 #include "child_process.hpp"
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
@@ -302,6 +303,36 @@ TEST_F(SentinelTest, TheCommandRunsListsAndWatchesLeasesBehindSentinel) {
   EXPECT_NE(top.out().find("exclusive"), std::string::npos) << top.out();
   hold.close_input();
   EXPECT_EQ(hold.wait(), 0) << hold.err();
+}
+
+// A sentinel whose ACL refuses SUBSCRIBE cannot be watched for switches: the client says so once
+// for each sentinel, and leases work as before.
+TEST_F(SentinelTest, SentinelsThatRefuseToBeWatchedAreNamedInAWarning) {
+  for (std::size_t i = 0; i < group_->options().sentinels; ++i) {
+    ASSERT_EQ(group_->sentinel(i)
+                  .command({"ACL", "SETUSER", "asker", "on", ">askword", "+@all", "-subscribe"})
+                  .str,
+              "OK");
+  }
+  {
+    testing::CapturedLog log;
+    Client redis(group_->url() + "?sentinel_user=asker&sentinel_password=askword");
+    const auto token = redis.process(lock_.try_lock(name_));
+    EXPECT_TRUE(token);
+    EXPECT_TRUE(testing::eventually(
+        [&] {
+          return log.count("refused to tell of switches of master") == group_->options().sentinels;
+        },
+        10s, 10ms))
+        << log.text();
+    for (std::size_t i = 0; i < group_->options().sentinels; ++i) {
+      const std::string address = "127.0.0.1:" + std::to_string(group_->sentinel(i).port());
+      EXPECT_EQ(log.count("the sentinel at " + address + " refused"), 1u) << address;
+    }
+    EXPECT_TRUE(redis.process(token->release()));
+  }
+  for (std::size_t i = 0; i < group_->options().sentinels; ++i)
+    group_->sentinel(i).command({"ACL", "DELUSER", "asker"});
 }
 
 TEST_F(SentinelTest, DoctorChecksTheSentinelsQuorumAndTheMastersSettings) {
