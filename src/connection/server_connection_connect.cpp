@@ -81,8 +81,8 @@ ServerConnection::Awaitable<Failure> ServerConnection::connect_once() {
   if (closed())
     co_return finish({make_error_code(errc::closed), "the client was closed"});
   Failure failure = co_await handshake();
-  // The watched sentinel named another master while this one was found and checked: a switch
-  // the sentinel asked may not have known of yet.
+  // A watched sentinel's event named another master while this one was found and checked: a
+  // switch the sentinel asked may not have known of yet.
   if (!failure && other_masters_named != other_masters_named_ && named_master_ &&
       !reaches(*named_master_)) {
     failure = {make_error_code(errc::connect_failed),
@@ -243,11 +243,14 @@ ServerConnection::Awaitable<Failure> ServerConnection::tls_handshake(Link link,
                           name + "'; set ClientOptions::tls.server_name"};
   }
   std::error_code ec;
-  // What a connect timeout names: only the connection's own handshake.
-  tls_handshaking_ = &link.socket == &socket_;
+  // What a connect timeout names: the connection's own handshake, not a sentinel watch's.
+  const bool own = &link.socket == &socket_;
+  if (own)
+    tls_handshaking_ = true;
   co_await tls->async_handshake(asio::ssl::stream_base::client,
                                 asio::redirect_error(use_awaitable, ec));
-  tls_handshaking_ = false;
+  if (own)
+    tls_handshaking_ = false;
   if (!ec)
     co_return Failure{};
   const std::string why = describe_tls_failure(tls->native_handle(), ec);

@@ -14,6 +14,7 @@
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_sentinel.hpp"
+#include "test_certificates.hpp"
 
 namespace leasehold {
 namespace {
@@ -115,6 +116,53 @@ TEST(SentinelSwitchTest, AClientLeavesTheOldMasterWhenASentinelTellsOfThePromoti
   EXPECT_EQ(old_role.elements[0].str, "master")
       << "the old master was demoted first: this did not show the client leaving it by itself";
   EXPECT_LT(moved, 1s) << "from the sentinel naming the promoted server";
+}
+
+// rediss-sentinel://: the sentinels, the master and the watch all over TLS, each certificate
+// checked against the test CA. Its own group, with TLS ports.
+TEST(SentinelTlsTest, LeasesAreTakenOverTlsAndAFailoverIsFollowed) {
+  const testing::TestCertificates certificates;
+  RedisSentinelGroup::Options tls_group;
+  tls_group.replicas = 1;
+  tls_group.sentinels = 2;
+  tls_group.tls = &certificates;
+  RedisSentinelGroup group(tls_group);
+  ClientOptions options;
+  options.tls.ca_file = certificates.ca_file();
+  const Lock<std::string> lock{"sentinel", 5s};
+  Client redis(group.url(), options);
+  const auto token = redis.process(lock.try_lock("over-tls"));
+  ASSERT_TRUE(token);
+  RedisServer* const old_master = group.master();
+  ASSERT_NE(old_master, nullptr);
+  EXPECT_EQ(old_master->command({"EXISTS", lock.key("over-tls")}).integer, 1);
+
+  ClientOptions untrusting;
+  untrusting.tls.ca_file = certificates.other_ca_file();
+  untrusting.connect_timeout = 1s;
+  Client wrong(group.url(), untrusting);
+  std::error_code code;
+  const std::string message = error_of([&] { wrong.process(Command{"PING"}); }, code);
+  EXPECT_NE(message.find("certificate"), std::string::npos) << message;
+
+  RedisServer& promoted = group.start_failover(30s);
+  const auto named = std::chrono::steady_clock::now();
+  int attempt = 0;
+  ASSERT_TRUE(testing::eventually(
+      [&] {
+        const std::string name = "tls-switch:" + std::to_string(++attempt);
+        try {
+          if (!redis.process(lock.try_lock(name)))
+            return false;
+        } catch (const Error&) {
+          return false;  // the connection was being left
+        }
+        return promoted.command({"EXISTS", lock.key(name)}).integer == 1;
+      },
+      10s, 5ms))
+      << "no lease was granted by the promoted server";
+  EXPECT_LT(std::chrono::steady_clock::now() - named, 1s)
+      << "the watch over TLS told of the promotion";
 }
 
 // The master killed outright: the sentinels find it down after down-after-milliseconds and

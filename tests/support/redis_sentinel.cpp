@@ -36,14 +36,33 @@ std::string role_of(RedisServer& server) {
 
 RedisSentinelGroup::RedisSentinelGroup() : RedisSentinelGroup(Options{}) {}
 
+std::vector<std::string> RedisSentinelGroup::tls_args(int tls_port) const {
+  if (options_.tls == nullptr)
+    return {};
+  std::vector<std::string> args = options_.tls->server_args(tls_port, false);
+  args.insert(args.end(), {"--tls-replication", "yes"});
+  return args;
+}
+
 RedisSentinelGroup::RedisSentinelGroup(Options options) : options_(std::move(options)) {
-  servers_.push_back(std::make_unique<RedisServer>());
-  const std::string master_port = std::to_string(servers_.front()->port());
-  for (std::size_t i = 0; i < options_.replicas; ++i) {
-    RedisServer::Options replica;
-    replica.extra_args = {"--replicaof", "127.0.0.1", master_port};
-    servers_.push_back(std::make_unique<RedisServer>(std::move(replica)));
-  }
+  // Each server with the TLS port it will have (a free one now), noted by its plain port.
+  const auto start = [this](std::vector<std::string> args, std::vector<std::string> config) {
+    const int tls_port = options_.tls ? free_port() : 0;
+    RedisServer::Options server;
+    server.extra_args = std::move(args);
+    const std::vector<std::string> tls = tls_args(tls_port);
+    server.extra_args.insert(server.extra_args.end(), tls.begin(), tls.end());
+    auto started = config.empty()
+                       ? std::make_unique<RedisServer>(std::move(server))
+                       : std::make_unique<RedisServer>(std::move(server), std::move(config));
+    if (options_.tls)
+      tls_ports_[started->port()] = tls_port;
+    return started;
+  };
+  servers_.push_back(start({}, {}));
+  const std::string master_port = std::to_string(named_port(*servers_.front()));
+  for (std::size_t i = 0; i < options_.replicas; ++i)
+    servers_.push_back(start({"--replicaof", "127.0.0.1", master_port}, {}));
   // In sync before the sentinels start: their first look at the master finds every replica.
   wait_until(
       [&] {
@@ -55,17 +74,16 @@ RedisSentinelGroup::RedisSentinelGroup(Options options) : options_(std::move(opt
       std::chrono::seconds(10), "the replicas did not sync with the master");
   const std::string& name = options_.master_name;
   for (std::size_t i = 0; i < options_.sentinels; ++i) {
-    RedisServer::Options sentinel;
-    const std::vector<std::string> config = {
-        "sentinel monitor " + name + " 127.0.0.1 " + master_port + " 2",
-        "sentinel down-after-milliseconds " + name + " " +
-            std::to_string(options_.down_after.count()),
-        "sentinel failover-timeout " + name + " " +
-            std::to_string(options_.failover_timeout.count()),
-        "sentinel parallel-syncs " + name + " 2"};
+    std::vector<std::string> args;
     if (!options_.sentinel_password.empty())
-      sentinel.extra_args = {"--requirepass", options_.sentinel_password};
-    sentinels_.push_back(std::make_unique<RedisServer>(std::move(sentinel), config));
+      args = {"--requirepass", options_.sentinel_password};
+    sentinels_.push_back(
+        start(std::move(args), {"sentinel monitor " + name + " 127.0.0.1 " + master_port + " 2",
+                                "sentinel down-after-milliseconds " + name + " " +
+                                    std::to_string(options_.down_after.count()),
+                                "sentinel failover-timeout " + name + " " +
+                                    std::to_string(options_.failover_timeout.count()),
+                                "sentinel parallel-syncs " + name + " 2"}));
   }
   // Sentinels find each other by their hellos on the master, every 2 s.
   wait_until(
@@ -83,10 +101,16 @@ RedisSentinelGroup::RedisSentinelGroup(Options options) : options_(std::move(opt
 }
 
 std::string RedisSentinelGroup::url() const {
-  std::string url = "redis-sentinel://";
+  std::string url = options_.tls ? "rediss-sentinel://" : "redis-sentinel://";
   for (std::size_t i = 0; i < sentinels_.size(); ++i)
-    url += (i == 0 ? "" : ",") + std::string("127.0.0.1:") + std::to_string(sentinels_[i]->port());
+    url += (i == 0 ? "" : ",") + std::string("127.0.0.1:") +
+           std::to_string(named_port(*sentinels_[i]));
   return url + "/" + options_.master_name;
+}
+
+int RedisSentinelGroup::named_port(const RedisServer& server) const {
+  const auto tls = tls_ports_.find(server.port());
+  return tls == tls_ports_.end() ? server.port() : tls->second;
 }
 
 Reply RedisSentinelGroup::ask_sentinel(RedisServer& sentinel,
@@ -103,7 +127,7 @@ RedisServer* RedisSentinelGroup::master() {
 }
 
 void RedisSentinelGroup::wait_named(RedisServer& server, std::chrono::milliseconds timeout) {
-  const std::string port = std::to_string(server.port());
+  const std::string port = std::to_string(named_port(server));
   wait_until(
       [&] {
         for (const auto& sentinel : sentinels_) {
@@ -132,7 +156,7 @@ RedisServer& RedisSentinelGroup::start_failover(std::chrono::milliseconds timeou
               *sentinel, {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", options_.master_name});
           for (const auto& server : servers_)
             if (server.get() != before && named.elements.size() == 2 &&
-                named.elements[1].str == std::to_string(server->port()))
+                named.elements[1].str == std::to_string(named_port(*server)))
               after = server.get();
         }
         return after != nullptr;

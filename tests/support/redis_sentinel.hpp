@@ -7,11 +7,13 @@
 
 #include <chrono>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "redis_server.hpp"
+#include "test_certificates.hpp"
 
 namespace leasehold::testing {
 
@@ -26,6 +28,10 @@ class RedisSentinelGroup {
     std::chrono::milliseconds failover_timeout{3000};
     // The sentinels' own password (requirepass), empty for none.
     std::string sentinel_password;
+    // When set: every server and sentinel also listens on a TLS port with these certificates,
+    // replicates and watches over TLS, and the sentinels name the TLS ports (url() is then
+    // rediss-sentinel://). The plain ports stay for the tests' own commands.
+    const TestCertificates* tls = nullptr;
   };
 
   RedisSentinelGroup();
@@ -34,8 +40,11 @@ class RedisSentinelGroup {
   RedisSentinelGroup& operator=(const RedisSentinelGroup&) = delete;
 
   const Options& options() const { return options_; }
-  // redis-sentinel://127.0.0.1:<port>,…/<master name>
+  // redis-sentinel://127.0.0.1:<port>,…/<master name> (rediss-sentinel:// and the TLS ports
+  // with Options::tls).
   std::string url() const;
+  // The port by which the sentinels name `server`: its TLS port with Options::tls.
+  int named_port(const RedisServer& server) const;
 
   // The data servers: 0 was the first master, the others its replicas.
   std::size_t server_count() const { return servers_.size(); }
@@ -61,9 +70,14 @@ class RedisSentinelGroup {
   // A command to a sentinel, with its password when it has one.
   Reply ask_sentinel(RedisServer& sentinel, const std::vector<std::string>& args) const;
 
+  // The arguments that give a server or sentinel its TLS port (none without Options::tls).
+  std::vector<std::string> tls_args(int tls_port) const;
+
   Options options_;
   std::vector<std::unique_ptr<RedisServer>> servers_;
   std::vector<std::unique_ptr<RedisServer>> sentinels_;
+  // With Options::tls: the TLS port of each server and sentinel, by its plain port.
+  std::map<int, int> tls_ports_;
 };
 
 }  // namespace leasehold::testing
