@@ -685,8 +685,9 @@ TEST_F(CliTest, ARunStoppedAtMaxTimeKeepsItsLeaseUntilItsGroupIsGone) {
 
 // Permits in status, list and release --force; a queue of waiters is not listed as a lease.
 TEST_F(CliTest, StatusAndListShowPermitsAndNotTheQueues) {
-  auto permit = cli({"--prefix", prefix_, "run", "--limit", "2", name_, "--", "sleep", "10"});
-  auto exclusive = cli({"--prefix", prefix_, "run", name_ + "x", "--", "sleep", "10"});
+  // Both hold until the test ends them: a holder whose command ended would let the waiter in.
+  auto permit = cli({"--prefix", prefix_, "run", "--limit", "2", name_, "--", "sleep", "120"});
+  auto exclusive = cli({"--prefix", prefix_, "run", name_ + "x", "--", "sleep", "120"});
   ASSERT_TRUE(eventually([&] { return exists(prefix_ + ":RwLock:{run:" + name_ + "x}:w"); }));
   auto waiting = cli({"--prefix", prefix_, "run", name_ + "x", "--", "true"});
   ASSERT_TRUE(eventually([&] { return exists(prefix_ + ":RwLock:{run:" + name_ + "x}:w:queue"); }));
