@@ -191,7 +191,7 @@ std::string test_url_query() {
 }  // namespace
 
 std::string RedisServer::tcp_url() const {
-  return "redis://127.0.0.1:" + std::to_string(port_) + test_url_query();
+  return "redis://" + options_.bind + ":" + std::to_string(port_) + test_url_query();
 }
 std::string RedisServer::unix_url() const {
   return "unix://" + socket_path_ + test_url_query();
@@ -199,7 +199,8 @@ std::string RedisServer::unix_url() const {
 
 void RedisServer::launch() {
   const char* binary = std::getenv("LEASEHOLD_REDIS_SERVER");
-  std::vector<std::string> args = {binary ? binary : "redis-server"};
+  std::vector<std::string> args = options_.launcher;
+  args.push_back(binary ? binary : "redis-server");
   if (!sentinel_config_.empty()) {
     // Written once: a restarted sentinel keeps what it learned.
     const std::string config = dir_ + "/sentinel.conf";
@@ -212,9 +213,13 @@ void RedisServer::launch() {
     args.push_back("--sentinel");
   }
   args.insert(args.end(),
-              {"--port", std::to_string(port_), "--bind", "127.0.0.1", "--unixsocket", socket_path_,
-               "--unixsocketperm", "700", "--dir", dir_, "--save", "", "--appendonly", "no",
-               "--daemonize", "no", "--logfile", dir_ + "/redis.log"});
+              {"--port", std::to_string(port_), "--bind", options_.bind, "--unixsocket",
+               socket_path_, "--unixsocketperm", "700", "--dir", dir_, "--save", "", "--appendonly",
+               "no", "--daemonize", "no", "--logfile", dir_ + "/redis.log"});
+  // A server without a password refuses other addresses than loopback's in protected mode: on a
+  // NetworkLab host its clients come from the other hosts.
+  if (options_.bind != "127.0.0.1")
+    args.insert(args.end(), {"--protected-mode", "no"});
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   std::vector<char*> argv;
   for (auto& arg : args)

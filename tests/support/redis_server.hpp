@@ -21,6 +21,10 @@ class RedisServer {
     // Run the server under libfaketime (Debian's faketime package), so that the test can step its
     // wall clock with set_clock_offset(). Its monotonic clock stays the real one.
     bool fake_clock = false;
+    // Started through these first (e.g. {"ip", "netns", "exec", NS}: on a NetworkLab host),
+    // listening on `bind` (its address there). The tests' own commands go over the unix socket.
+    std::vector<std::string> launcher{};
+    std::string bind = "127.0.0.1";
   };
 
   RedisServer();
@@ -37,7 +41,7 @@ class RedisServer {
   const std::string& dir() const { return dir_; }
   pid_t pid() const { return pid_; }
   // With "?$LEASEHOLD_TEST_URL_QUERY" when that is set (tests/CMakeLists.txt).
-  std::string tcp_url() const;   // redis://127.0.0.1:<port>
+  std::string tcp_url() const;   // redis://<bind>:<port>
   std::string unix_url() const;  // unix://<socket>
 
   void stop();    // SIGTERM, then waits for the process
