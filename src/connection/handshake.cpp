@@ -65,9 +65,14 @@ std::optional<std::string> version_of(const Reply& reply) {
 std::optional<std::chrono::system_clock::time_point> time_of(const Reply& reply) {
   if (reply.type != Reply::Type::array || reply.elements.size() != 2)
     return std::nullopt;
+  // A moment the system clock can hold (it ends in 2262): seconds of some 272 years, and a
+  // fraction of one second. Anything else is not a clock's reading.
+  constexpr long long kMaxSeconds = 1LL << 33;
   try {
     const long long seconds = std::stoll(reply.elements[0].str);
     const long long micros = std::stoll(reply.elements[1].str);
+    if (seconds < 0 || seconds > kMaxSeconds || micros < 0 || micros >= 1'000'000)
+      return std::nullopt;
     return std::chrono::system_clock::time_point(
         std::chrono::duration_cast<std::chrono::system_clock::duration>(
             std::chrono::seconds(seconds) + std::chrono::microseconds(micros)));

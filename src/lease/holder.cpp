@@ -133,7 +133,12 @@ StoredLease read_stored_lease(std::string_view stored) {
   const auto pid = number<std::int64_t>(fields[1]);
   const auto label = unescaped(fields[2]);
   const auto ms = number<std::int64_t>(fields[3]);
-  if (!host || !pid || !label || !ms)
+  // A moment the system clock cannot hold (some 292 years from 1970, in nanoseconds) is not one
+  // this version wrote.
+  constexpr std::int64_t kMaxMs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::system_clock::duration::max())
+                                      .count();
+  if (!host || !pid || !label || !ms || *ms > kMaxMs || *ms < -kMaxMs)
     return lease;
   lease.holder = Holder{*host, *pid, *label,
                         std::chrono::system_clock::time_point(std::chrono::milliseconds(*ms))};

@@ -46,6 +46,10 @@ std::optional<std::uint64_t> counter(const Reply& field) {
   return static_cast<std::uint64_t>(field.integer);
 }
 
+// The server's milliseconds (its time, a lease's end) are below this (some 285 000 years): a
+// number beyond is not one the script wrote, and would overflow the arithmetic on it.
+constexpr long long kMaxServerMs = 1LL << 53;
+
 Result<LeaseStatus> unexpected(const Reply& reply, std::string_view what) {
   return Result<LeaseStatus>(make_error_code(errc::unexpected_reply),
                              "an unexpected " + std::string(what) +
@@ -71,14 +75,19 @@ Result<LeaseStatus> StatusKeys::parse(const Reply& reply) const {
   status.fence = counter(e[4]);
   status.permits = counter(e[5]);
   const long long now = e[0].integer;
+  if (e.size() > kFixedFields && (now < -kMaxServerMs || now > kMaxServerMs))
+    return unexpected(reply, "time");
   for (std::size_t i = kFixedFields; i + 1 < e.size(); i += 2) {
-    long long end = 0;
+    double end = 0;
     try {
-      end = static_cast<long long>(std::stod(e[i + 1].str));
+      end = std::stod(e[i + 1].str);
     } catch (const std::exception&) {
       return unexpected(reply, "score");
     }
-    status.leases.push_back(lease_info(set_kind, e[i].str, end - now));
+    // Not NaN, not infinite, within the server's milliseconds.
+    if (!(end >= -static_cast<double>(kMaxServerMs) && end <= static_cast<double>(kMaxServerMs)))
+      return unexpected(reply, "score");
+    status.leases.push_back(lease_info(set_kind, e[i].str, static_cast<long long>(end) - now));
   }
   return status;
 }

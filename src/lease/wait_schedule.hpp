@@ -14,16 +14,20 @@ namespace leasehold::detail {
 // The head tries when the holder's lease runs out (a crashed holder tells no one); the one
 // behind it when the head's ticket runs out (the head may have died); everyone at least every
 // `recheck`; no one after the deadline. A margin puts a try after the expiry at Redis, which
-// counted the TTL before the reply left.
+// counted the TTL before the reply left. The TTLs are the server's word: only one shorter than
+// the recheck is added to `now` (a key another client gave centuries would overflow the clock).
 inline Clock::time_point next_turn_try(const TurnSeen& seen, Clock::time_point now,
                                        std::chrono::milliseconds recheck,
                                        Clock::time_point deadline) {
   constexpr std::chrono::milliseconds kMargin{1};
+  const auto sooner = [&](std::chrono::milliseconds ttl) {
+    return ttl > std::chrono::milliseconds::zero() && ttl < recheck;
+  };
   Clock::time_point at = now + recheck;
-  if (seen.position == 1 && seen.holder_ttl > std::chrono::milliseconds::zero())
-    at = std::min(at, now + seen.holder_ttl + kMargin);
-  else if (seen.position == 2 && seen.head_ticket_ttl > std::chrono::milliseconds::zero())
-    at = std::min(at, now + seen.head_ticket_ttl + kMargin);
+  if (seen.position == 1 && sooner(seen.holder_ttl))
+    at = now + seen.holder_ttl + kMargin;
+  else if (seen.position == 2 && sooner(seen.head_ticket_ttl))
+    at = now + seen.head_ticket_ttl + kMargin;
   return std::min(at, deadline);
 }
 

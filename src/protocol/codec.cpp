@@ -2,6 +2,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
@@ -61,13 +62,23 @@ std::string format_command(std::span<const std::string> args) {
 
 namespace {
 
+// An array's count comes from the peer: room for at most this many elements is made up front,
+// so that a few bytes ("*2147483647\r\n") cannot ask for gigabytes. Larger arrays grow as their
+// elements arrive.
+constexpr std::size_t kElementsReserved = 1024;
+
 // hiredis calls these to build each reply node. The root goes into the reader's one slot (its
 // privdata), which next() hands out until the next reply: no allocation per reply. A child lives
-// inside its parent's `elements`, which create_array sized up front.
+// inside its parent's `elements`, appended in order (hiredis reads an array's elements one after
+// the other, and a nested array whole before its next sibling, so that growing the parent moves
+// only finished children).
 Reply* place(const redisReadTask* task, Reply&& value) {
   if (task->parent != nullptr) {
     auto* parent = static_cast<Reply*>(task->parent->obj);
-    Reply& slot = parent->elements[static_cast<std::size_t>(task->idx)];
+    const auto index = static_cast<std::size_t>(task->idx);
+    if (index >= parent->elements.size())
+      parent->elements.resize(index + 1);
+    Reply& slot = parent->elements[index];
     slot = std::move(value);
     return &slot;
   }
@@ -89,7 +100,9 @@ void* create_string(const redisReadTask* task, char* str, size_t len) {
 }
 
 void* create_array(const redisReadTask* task, int elements) {
-  return place(task, Reply::make_array(std::vector<Reply>(static_cast<std::size_t>(elements))));
+  std::vector<Reply> children;
+  children.reserve(std::min(static_cast<std::size_t>(elements), kElementsReserved));
+  return place(task, Reply::make_array(std::move(children)));
 }
 
 void* create_integer(const redisReadTask* task, long long value) {
@@ -142,7 +155,12 @@ Reply* ReplyReader::next(std::error_code& ec) {
 }
 
 bool ReplyReader::idle() const {
-  return impl_->reader->ridx == -1 && impl_->reader->pos == impl_->reader->len;
+  // A reader asked for a reply with nothing left to read has begun one: its first task is set
+  // up, its type not yet read (-1).
+  const redisReader& reader = *impl_->reader;
+  const bool no_reply_begun =
+      reader.ridx == -1 || (reader.ridx == 0 && reader.rstack[0].type == -1);
+  return no_reply_begun && reader.pos == reader.len;
 }
 
 std::string ReplyReader::error_text() const {

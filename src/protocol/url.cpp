@@ -332,9 +332,24 @@ std::string mask_sentinel_password(std::string_view url) {
   return out;
 }
 
+// The '@' that ends the userinfo of `url` as take_credentials() finds it, the credentials starting
+// at `start` (after "scheme://"), or npos: a unix:// URL's first "@/" (its path may hold '@'),
+// else the last '@' before the query (whose values may hold '@').
+std::size_t parsed_userinfo_end(std::string_view url, std::size_t start) {
+  const std::string_view rest = url.substr(start);
+  std::size_t at = std::string_view::npos;
+  if (url.starts_with(kUnixScheme)) {
+    if (!rest.starts_with('/'))
+      at = rest.find("@/");
+  } else {
+    at = rest.substr(0, rest.find('?')).rfind('@');
+  }
+  return at == std::string_view::npos ? at : start + at;
+}
+
 // `url` with the password of its userinfo, if any, replaced by "***".
 std::string mask_userinfo(std::string_view url) {
-  const auto at = url.rfind('@');
+  auto at = url.rfind('@');
   if (at == std::string_view::npos)
     return std::string(url);
   const auto scheme_end = url.substr(0, at).find("://");
@@ -351,6 +366,10 @@ std::string mask_userinfo(std::string_view url) {
     return std::string(url.substr(0, start)) + "***" + std::string(url.substr(at));
   }
   const auto start = scheme_end + 3;
+  // Where the parser finds the userinfo's end, when it finds one: a later '@' (in a unix socket's
+  // path, a query value) would put the password in the user's part, shown as it is.
+  if (const auto parsed = parsed_userinfo_end(url, start); parsed != std::string_view::npos)
+    at = parsed;
   const std::string_view userinfo = url.substr(start, at - start);
   const auto colon = userinfo.find(':');
   std::string out(url.substr(0, start));

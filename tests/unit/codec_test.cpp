@@ -295,6 +295,36 @@ TEST(ReplyReader, DestroyedWithAPartialReplyInside) {
   EXPECT_TRUE(drain(reader).empty());
 }
 
+TEST(ReplyReader, AnArrayCountIsNotAnAllocation) {
+  // A peer's count of elements (fuzz/corpus/reply_reader/huge_array_count): the reader waits for
+  // the elements without making room for two billion of them first.
+  ReplyReader reader;
+  const std::string bytes = "*2147483647\r\n*2147483647\r\n:1\r\n";
+  reader.feed(bytes.data(), bytes.size());
+  EXPECT_TRUE(drain(reader).empty());
+  EXPECT_FALSE(reader.idle());
+}
+
+TEST(ReplyReader, ArraysLargerThanTheRoomMadeUpFrontGrowAsTheirElementsArrive) {
+  // 3000 elements, each an array (moved when their parent grows), read in pieces of 7 bytes.
+  std::string bytes = "*3000\r\n";
+  std::vector<Reply> elements;
+  for (int i = 0; i < 3000; ++i) {
+    bytes += "*2\r\n:" + std::to_string(i) + "\r\n$1\r\nx\r\n";
+    elements.push_back(Reply::make_array({Reply::make_integer(i), Reply::make_string("x")}));
+  }
+  ReplyReader reader;
+  std::vector<Reply> replies;
+  for (std::size_t at = 0; at < bytes.size(); at += 7) {
+    reader.feed(bytes.data() + at, std::min<std::size_t>(7, bytes.size() - at));
+    for (Reply& reply : drain(reader))
+      replies.push_back(std::move(reply));
+  }
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_TRUE(replies[0] == Reply::make_array(std::move(elements)));
+  EXPECT_TRUE(reader.idle());
+}
+
 // --- Protocol errors ----------------------------------------------------------------------------
 
 class ProtocolError : public ::testing::TestWithParam<std::string> {};

@@ -112,6 +112,21 @@ TEST(Handshake, ARefusedTimeIsOnlyTheServersClockLost) {
   EXPECT_TRUE(says(*failure, "answered TIME with")) << failure->detail;
 }
 
+// fuzz/corpus/handshake/time_out_of_range: a TIME reply that no clock shows is not one, rather
+// than a number converted past the range of the clock's type.
+TEST(Handshake, ATimeNoClockShowsIsAProtocolError) {
+  for (const char* time : {"*2\r\n$10\r\n9764763200\r\n$6\r\n123456\r\n",
+                           "*2\r\n$20\r\n-9223372036854775808\r\n$1\r\n0\r\n",
+                           "*2\r\n$10\r\n1700000000\r\n$19\r\n9223372036854775807\r\n",
+                           "*2\r\n$10\r\n1700000000\r\n$2\r\n-1\r\n"}) {
+    Handshake handshake(RedisUrl::parse("redis://127.0.0.1:7000"), "");
+    const std::optional<Failure> failure = verdict(handshake, "+PONG\r\n" + (time + kHello));
+    ASSERT_TRUE(failure) << time;
+    EXPECT_EQ(failure->error, make_error_code(errc::protocol_error)) << time;
+    EXPECT_TRUE(says(*failure, "answered TIME with")) << failure->detail;
+  }
+}
+
 TEST(Handshake, WaitsForEveryReply) {
   Handshake handshake(RedisUrl::parse("redis://127.0.0.1:7000/1"), "n");
   codec::ReplyReader reader;

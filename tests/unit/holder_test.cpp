@@ -90,6 +90,21 @@ TEST(HolderIdentity, OffLeavesTheBareIdAndAnUnknownSuffixIsTheIdAlone) {
   EXPECT_TRUE(read_stored_lease(id + ";h;1;l;2").holder);
 }
 
+TEST(HolderIdentity, AStampTheClockCannotHoldIsNoHolder) {
+  // fuzz/corpus/lease_value/stamp_out_of_range: milliseconds that overflow the system clock's
+  // nanoseconds are the id alone, not a holder taken at some wrapped-around moment.
+  const std::string id = LeaseId::generate().hex();
+  for (const std::string_view stamp : {"9223372036854775807", "-9223372036854775808",
+                                       "1764763223201370123", "9223372036855", "-9223372036855"}) {
+    const StoredLease stored = read_stored_lease(id + ";h;1;l;" + std::string(stamp));
+    EXPECT_EQ(stored.id_hex, id) << stamp;
+    EXPECT_FALSE(stored.holder) << stamp;
+  }
+  const StoredLease latest = read_stored_lease(id + ";h;1;l;9223372036854");
+  ASSERT_TRUE(latest.holder);
+  EXPECT_EQ(latest.holder->taken_at.time_since_epoch(), 9223372036854ms);
+}
+
 TEST(HolderIdentity, AForkedChildTakesLeasesAsItself) {
   const std::string parent = detail::holder_suffix();  // the parent's prefix is cached now
   const pid_t child = ::fork();

@@ -363,6 +363,24 @@ TEST(MaskPassword, ReplacesThePasswordOnly) {
   EXPECT_EQ(mask_password("redis://u:a@b@host"), "redis://u:***@host");
 }
 
+// fuzz/corpus/url/at_sign_after_userinfo: a '@' after the userinfo, in a unix socket's path or a
+// query value, does not end it; the password stays masked.
+TEST(MaskPassword, AnAtSignAfterTheUserinfoDoesNotEndIt) {
+  EXPECT_EQ(mask_password("unix://s3cret@/run/app:1@x/redis.sock"),
+            "unix://***@/run/app:1@x/redis.sock");
+  EXPECT_EQ(mask_password("unix://u:s3cret@/run/app:1@x/redis.sock"),
+            "unix://u:***@/run/app:1@x/redis.sock");
+  EXPECT_EQ(mask_password("redis-sentinel://s3cret@s1/m?sentinel_user=a:b@c"),
+            "redis-sentinel://***@s1/m?sentinel_user=a:b@c");
+  for (const char* text : {"unix://s3cret@/run/app:1@x/redis.sock",
+                           "redis-sentinel://s3cret@s1/m?sentinel_user=a:b@c"}) {
+    std::error_code ec;
+    std::string why;
+    EXPECT_EQ(RedisUrl::parse(text, ec, &why).password, "s3cret") << text;
+    EXPECT_FALSE(ec) << why;
+  }
+}
+
 TEST(MaskPassword, LeavesAUrlWithoutCredentialsAlone) {
   EXPECT_EQ(mask_password("redis://host:6379/1"), "redis://host:6379/1");
   EXPECT_EQ(mask_password("unix:///tmp/s?db=2"), "unix:///tmp/s?db=2");

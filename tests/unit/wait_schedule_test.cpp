@@ -32,5 +32,14 @@ TEST(WaitSchedule, OthersTryAtTheRecheckAndNoOneAfterTheDeadline) {
   EXPECT_EQ(next_turn_try({5000ms, 7, 0ms}, t0, 1000ms, t0 + 10ms), t0 + 10ms);
 }
 
+// fuzz/corpus/reply_adapters/huge_holder_ttl: the TTLs come from the server, and a key another
+// client gave a TTL of centuries must not overflow the clock; such a waiter tries at the recheck.
+TEST(WaitSchedule, ATtlBeyondTheClocksRangeMeansTheRecheck) {
+  const std::chrono::milliseconds huge = std::chrono::milliseconds::max();
+  EXPECT_EQ(next_turn_try({huge, 1, 0ms}, t0, 1000ms, never), t0 + 1000ms);
+  EXPECT_EQ(next_turn_try({0ms, 2, huge}, t0, 1000ms, never), t0 + 1000ms);
+  EXPECT_EQ(next_turn_try({9'223'372'036'855ms, 1, 0ms}, t0, 1000ms, never), t0 + 1000ms);
+}
+
 }  // namespace
 }  // namespace leasehold::detail
