@@ -47,11 +47,15 @@ struct Globals {
   bool quiet = false;
 };
 
-// Messages to stderr, as "leasehold: ...". say() is silent under --quiet, chat() speaks only
-// under --verbose; warn() always speaks.
+// Messages to stderr, as "leasehold: ...", one line each shown through displayable(): they quote
+// names, holders, keys and the server, any of which may hold terminal escapes. say() is silent
+// under --quiet, chat() speaks only under --verbose; warn() always speaks.
 void say(const Globals& globals, const std::string& message);
 void chat(const Globals& globals, const std::string& message);
 void warn(const std::string& message);
+// The library's warnings and errors (a server's eviction policy, a sentinel's refusal) on stderr
+// as its default handler writes them, but shown through displayable(): they quote the servers.
+void show_library_log();
 
 // Connects (failing fast), telling `observer` if given; on failure prints the one-line reason and
 // exits 69.

@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "cli.hpp"
+#include "displayable.hpp"
 
 extern char** environ;
 
@@ -28,7 +29,16 @@ void chat(const Globals& globals, const std::string& message) {
 }
 
 void warn(const std::string& message) {
-  std::cerr << "leasehold: " + message + "\n" << std::flush;
+  std::cerr << "leasehold: " + displayable(message) + "\n" << std::flush;
+}
+
+void show_library_log() {
+  set_log_handler([](LogLevel level, std::string_view message) {
+    if (level < LogLevel::warning)
+      return;
+    std::cerr << "leasehold " + std::string(to_string(level)) + ": " + displayable(message) + "\n"
+              << std::flush;
+  });
 }
 
 namespace {

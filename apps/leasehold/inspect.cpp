@@ -4,6 +4,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "displayable.hpp"
 #include "inspect.hpp"
 
 namespace leasehold::cli {
@@ -54,6 +55,43 @@ Json leases_json(const std::vector<LeaseInfo>& leases) {
   return array;
 }
 
+Json status_json(const NameStatus& status) {
+  return {{"name", status.name},
+          {"state", status.writer             ? "exclusive"
+                    : !status.readers.empty() ? "shared"
+                                              : "free"},
+          {"writer", status.writer ? lease_json(*status.writer) : Json()},
+          {"readers", leases_json(status.readers)},
+          {"cron", status.cron ? lease_json(*status.cron) : Json()},
+          {"permits", {{"count", status.permit_count}, {"holders", leases_json(status.permits)}}}};
+}
+
+// A name's line of `status`, displayable: "NAME: free", "NAME: held exclusively by …", ...
+std::string status_line(const NameStatus& status) {
+  std::string line = status.name + ": ";
+  if (!status.writer && status.readers.empty() && !status.cron && status.permits.empty())
+    line += "free";
+  if (status.writer)
+    line += "held exclusively by " + lease_text(*status.writer);
+  if (!status.readers.empty()) {
+    line += "shared by " + std::to_string(status.readers.size()) + " reader(s):";
+    for (const auto& reader : status.readers)
+      line += " " + lease_text(reader);
+  }
+  if (status.cron) {
+    line += std::string(status.writer || !status.readers.empty() ? "; " : "") +
+            "cron interval held by " + lease_text(*status.cron);
+  }
+  if (!status.permits.empty()) {
+    line += std::string(status.writer || !status.readers.empty() || status.cron ? "; " : "") +
+            std::to_string(status.permits.size()) + " of " + std::to_string(status.permit_count) +
+            " permits held:";
+    for (const auto& permit : status.permits)
+      line += " " + lease_text(permit);
+  }
+  return displayable(line);
+}
+
 }  // namespace
 
 Json holder_json(const std::optional<Holder>& holder) {
@@ -67,7 +105,7 @@ Json holder_json(const std::optional<Holder>& holder) {
 }
 
 std::string json_text(const Json& json) {
-  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return json.dump(-1, ' ', true, Json::error_handler_t::replace);
 }
 
 namespace {
@@ -85,43 +123,10 @@ int print_status(const Globals& globals, Client& redis, const std::vector<std::s
       } catch (const Error& e) {
         exit_failure(globals, redis, leases.name, e);
       }
-      const bool held =
-          status.writer || !status.readers.empty() || status.cron || !status.permits.empty();
-      if (json) {
-        statuses.push_back(
-            {{"name", status.name},
-             {"state", status.writer             ? "exclusive"
-                       : !status.readers.empty() ? "shared"
-                                                 : "free"},
-             {"writer", status.writer ? lease_json(*status.writer) : Json()},
-             {"readers", leases_json(status.readers)},
-             {"cron", status.cron ? lease_json(*status.cron) : Json()},
-             {"permits",
-              {{"count", status.permit_count}, {"holders", leases_json(status.permits)}}}});
-        continue;
-      }
-      out << status.name << ": ";
-      if (!held)
-        out << "free";
-      if (status.writer) {
-        out << "held exclusively by " << lease_text(*status.writer);
-      }
-      if (!status.readers.empty()) {
-        out << "shared by " << status.readers.size() << " reader(s):";
-        for (const auto& reader : status.readers)
-          out << " " << lease_text(reader);
-      }
-      if (status.cron) {
-        out << (status.writer || !status.readers.empty() ? "; " : "") << "cron interval held by "
-            << lease_text(*status.cron);
-      }
-      if (!status.permits.empty()) {
-        out << (status.writer || !status.readers.empty() || status.cron ? "; " : "")
-            << status.permits.size() << " of " << status.permit_count << " permits held:";
-        for (const auto& permit : status.permits)
-          out << " " << lease_text(permit);
-      }
-      out << "\n";
+      if (json)
+        statuses.push_back(status_json(status));
+      else
+        out << status_line(status) << "\n";
     }
     if (json)
       out << json_text(statuses) << "\n";
@@ -175,7 +180,8 @@ int raw_key_status(const Globals& globals, const std::vector<std::string>& keys,
                                          : Json()}});
       continue;
     }
-    out << keys[k] << ": " << (holder ? "held by " + lease_text(*holder) : "free") << "\n";
+    out << displayable(keys[k] + ": " + (holder ? "held by " + lease_text(*holder) : "free"))
+        << "\n";
   }
   if (json)
     out << json_text(array) << "\n";
@@ -192,11 +198,11 @@ int release_raw_key_force(const Globals& globals, const std::string& key) {
     const Reply type = redis.process(Command{"TYPE", key});
     const Reply removed = redis.process(Command{"DEL", key});
     if (removed.integer == 0)
-      std::cout << key << ": nothing to release\n";
+      std::cout << displayable(key + ": nothing to release") << "\n";
     else if (type.str == "string")
-      std::cout << key << ": removed its lock\n";
+      std::cout << displayable(key + ": removed its lock") << "\n";
     else
-      std::cout << key << ": removed it, which held a " << type.str << "\n";
+      std::cout << displayable(key + ": removed it, which held a " + type.str) << "\n";
     return 0;
   } catch (const Error& e) {
     exit_unavailable(e);
@@ -280,7 +286,7 @@ int list(const Globals& globals, const std::string& pattern, bool json) {
     add_lease_names(globals, pattern, scan_keys(redis, globals.prefix + ":*"), found);
     const std::vector<std::string> names(found.begin(), found.end());  // sorted, each once
     if (names.empty() && !json) {
-      std::cout << "no leases under '" << globals.prefix << "'\n";
+      std::cout << displayable("no leases under '" + globals.prefix + "'") << "\n";
       return 0;
     }
     if (names.empty()) {
@@ -303,7 +309,8 @@ int release_force(const Globals& globals, const std::string& name) {
     const std::vector<ForeignKey> overwritten = keys_of_another_type(globals, redis, name);
     for (const ForeignKey& foreign : overwritten) {
       redis.process(Command{"DEL", foreign.expected.key});
-      std::cout << name << ": removed " << foreign.expected.key << ", which held a " << foreign.type
+      std::cout << displayable(name + ": removed " + foreign.expected.key + ", which held a " +
+                               foreign.type)
                 << "\n";
     }
     const NameStatus status = name_status(read_leases(globals, redis, {name}).front());
@@ -325,15 +332,15 @@ int release_force(const Globals& globals, const std::string& name) {
       what.push_back(std::to_string(status.permits.size()) + " permit(s)");
     if (removed == 0) {
       if (overwritten.empty())
-        std::cout << name << ": nothing to release\n";
+        std::cout << displayable(name + ": nothing to release") << "\n";
       return 0;
     }
-    std::cout << name << ": removed ";
+    std::string line = name + ": removed ";
     if (what.empty())
-      std::cout << removed << " expired key(s)";
+      line += std::to_string(removed) + " expired key(s)";
     for (std::size_t i = 0; i < what.size(); ++i)
-      std::cout << (i ? ", " : "") << what[i];
-    std::cout << "\n";
+      line += (i ? ", " : "") + what[i];
+    std::cout << displayable(line) << "\n";
     return 0;
   } catch (const Error& e) {
     exit_unavailable(e);

@@ -1,4 +1,5 @@
-// What status, list and top share: finding the leases under the prefix by SCAN, and their JSON.
+// What status, list and top share: finding the leases under the prefix by SCAN, and their JSON
+// (acquire and doctor print theirs the same way).
 #pragma once
 
 #include <cstddef>
@@ -54,7 +55,8 @@ void add_lease_names(const Globals& globals, const std::string& pattern,
 
 // {"host", "pid", "label", "taken_at_ms"}, or null for a lease taken without identity.
 Json holder_json(const std::optional<Holder>& holder);
-// One line of JSON; bytes of a name that are not UTF-8 become U+FFFD.
+// One line of JSON, in ASCII: other characters \u-escaped, so that none of the C1 controls a name
+// may hold reaches a terminal as it is; bytes that are not UTF-8 become U+FFFD.
 std::string json_text(const Json& json);
 
 }  // namespace leasehold::cli

@@ -1,6 +1,8 @@
 // The leases the command keeps under a NAME, read through the library's status query.
 #include "leases.hpp"
 
+#include "displayable.hpp"
+
 namespace leasehold::cli {
 
 using std::chrono::milliseconds;
@@ -27,21 +29,14 @@ std::vector<NameLeases> read_leases(const Globals& globals, Client& redis,
   return leases;
 }
 
-std::string printable(std::string text) {
-  for (char& c : text)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-      c = '?';
-  return text;
-}
-
 std::string lease_text(const LeaseInfo& lease) {
-  std::string text = printable(lease.id_prefix) + "\xe2\x80\xa6 (";
+  std::string text = displayable(lease.id_prefix) + "\xe2\x80\xa6 (";
   if (lease.holder) {
     const auto held = std::max(
         milliseconds::zero(),
         std::chrono::duration_cast<milliseconds>(server_clock_now() - lease.holder->taken_at));
-    text += printable(lease.holder->host) + ", pid " + std::to_string(lease.holder->pid) + ", \"" +
-            printable(lease.holder->label) + "\", for " + format_duration(held) + "; ";
+    text += displayable(lease.holder->host) + ", pid " + std::to_string(lease.holder->pid) +
+            ", \"" + displayable(lease.holder->label) + "\", for " + format_duration(held) + "; ";
   }
   if (lease.time_left < milliseconds::zero())
     return text + "no TTL: it never runs out)";

@@ -21,9 +21,8 @@ std::vector<NameLeases> read_leases(const Globals& globals, Client& redis,
                                     const std::vector<std::string>& names);
 
 // A lease for a terminal: "02b93aa7… (web-3, pid 4121, "deploy.sh prod", for 12 s; 18 s left)";
-// without a holder's identity "02b93aa7… (18 s left)".
+// without a holder's identity "02b93aa7… (18 s left)". Its token, host and label are displayable
+// (another client's value, or a holder's identity, may hold any bytes).
 std::string lease_text(const LeaseInfo& lease);
-// The same with control characters of the host and label shown as '?'.
-std::string printable(std::string text);
 
 }  // namespace leasehold::cli

@@ -2,9 +2,11 @@
 // docs/cli.md is its manual. Each subcommand's flags and action are in commands/.
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 
 #include "commands/commands.hpp"
+#include "displayable.hpp"
 #include "flags.hpp"
 
 namespace {
@@ -50,6 +52,16 @@ void add_global_options(CLI::App& app, Globals& globals) {
   app.add_flag("-q,--quiet", globals.quiet, "say nothing but errors");
 }
 
+// CLI11's message for a refused command line, each line shown through displayable(): it quotes
+// the arguments it refuses.
+std::string shown_failure(const CLI::App* app, const CLI::Error& error) {
+  std::istringstream lines(CLI::FailureMessage::simple(app, error));
+  std::string shown;
+  for (std::string line; std::getline(lines, line);)
+    shown += leasehold::cli::displayable(line) + "\n";
+  return shown;
+}
+
 // Runs the parsed subcommand: its exit code, or the one its error maps to.
 int exit_code_of(const Invocation& invocation) {
   namespace cli = leasehold::cli;
@@ -81,6 +93,8 @@ int main(int argc, char** argv) {
       "hosts, inspect, watch and force-release leases, check a Redis for leases."};
   app.set_version_flag("--version", std::string("leasehold ") + leasehold::version);
   app.require_subcommand(1);
+  app.failure_message(shown_failure);  // before the subcommands are added: they inherit it
+  cli::show_library_log();
 
   cli::Invocation invocation;
   add_global_options(app, invocation.globals);

@@ -15,9 +15,10 @@
 #include <functional>
 #include <iostream>
 #include <iterator>
-#include <nlohmann/json.hpp>
 
 #include "cli.hpp"
+#include "displayable.hpp"
+#include "inspect.hpp"
 #include "supervise.hpp"
 
 namespace leasehold::cli {
@@ -39,6 +40,35 @@ std::string shell_quoted(std::string_view text) {
   return quoted + "'";
 }
 
+// printf's format for exactly `text`: every byte but letters, digits, '_', '.' and '/' as an
+// octal escape ("\033"), so that it holds no control character, quote, '%' or leading '-'.
+std::string printf_format(std::string_view text) {
+  std::string format;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte >= 'a' && byte <= 'z') || (byte >= 'A' && byte <= 'Z') ||
+        (byte >= '0' && byte <= '9') || c == '_' || c == '.' || c == '/') {
+      format += c;
+    } else {
+      format += '\\';
+      for (const int shift : {6, 3, 0})
+        format += static_cast<char>('0' + ((byte >> shift) & 7));
+    }
+  }
+  return format;
+}
+
+// A line for a POSIX shell's eval that exports `variable` with exactly `value`. A value that is
+// not displayable as it is (control characters, bytes that are not UTF-8) is made by printf from
+// octal escapes, so that it never reaches a terminal that shows the line; the '.' it ends with
+// keeps the trailing newlines that $(...) would strip.
+std::string export_line(const std::string& variable, const std::string& value) {
+  if (displayable(value) == value)
+    return "export " + variable + "=" + shell_quoted(value) + "\n";
+  return variable + "=$(printf '" + printf_format(value) + ".'); export " + variable + "=\"${" +
+         variable + "%.}\"\n";
+}
+
 // Prints the token as asked; false if stdout could not take it.
 bool print_token(const AcquireOptions& options, const HeldLease& held) {
   const std::string name = lease_name(options);
@@ -48,21 +78,21 @@ bool print_token(const AcquireOptions& options, const HeldLease& held) {
       std::cout << held.token() << "\n";
       break;
     case TokenFormat::json: {
-      nlohmann::json out = {{"name", options.raw_key ? nlohmann::json() : nlohmann::json(name)},
-                            {"raw_key", options.raw_key ? nlohmann::json(name) : nlohmann::json()},
-                            {"kind", options.raw_key  ? "raw"
-                                     : options.shared ? "shared"
-                                                      : "exclusive"},
-                            {"key", held.key()},
-                            {"token", held.token()},
-                            {"ttl_ms", options.ttl.count()},
-                            {"fence", fence ? nlohmann::json(*fence) : nlohmann::json()}};
-      std::cout << out.dump() << "\n";
+      const Json out = {{"name", options.raw_key ? Json() : Json(name)},
+                        {"raw_key", options.raw_key ? Json(name) : Json()},
+                        {"kind", options.raw_key  ? "raw"
+                                 : options.shared ? "shared"
+                                                  : "exclusive"},
+                        {"key", held.key()},
+                        {"token", held.token()},
+                        {"ttl_ms", options.ttl.count()},
+                        {"fence", fence ? Json(*fence) : Json()}};
+      std::cout << json_text(out) << "\n";
       break;
     }
     case TokenFormat::env:
-      std::cout << "export LEASEHOLD_NAME=" << shell_quoted(name) << "\n"
-                << "export LEASEHOLD_TOKEN=" << shell_quoted(held.token()) << "\n";
+      std::cout << export_line("LEASEHOLD_NAME", name)
+                << export_line("LEASEHOLD_TOKEN", held.token());
       if (fence)
         std::cout << "export LEASEHOLD_FENCE=" << *fence << "\n";
       break;

@@ -9,7 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -42,6 +44,33 @@ using testing::read_file;
 // file leaves no command polling for ever (a killed leasehold's command is in its own group).
 std::string until_exists(const std::string& path) {
   return "i=0; while [ ! -e " + path + " ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done";
+}
+
+// Whether `text` (output of the command) holds a byte that drives a terminal: a C0 control but the
+// line feed that ends a line (ESC, BEL, CR, backspace, ...), DEL, a C1 control (CSI is 0x9b, or
+// "\xc2\x9b" in UTF-8), or 0xff, which no UTF-8 holds.
+::testing::AssertionResult shows_no_control(const std::string& text) {
+  for (std::size_t at = 0; at < text.size(); ++at) {
+    const auto byte = static_cast<unsigned char>(text[at]);
+    const auto next = at + 1 < text.size() ? static_cast<unsigned char>(text[at + 1]) : 0;
+    if ((byte < 0x20 && byte != '\n') || byte == 0x7f || byte == 0x9b || byte == 0xff ||
+        (byte == 0xc2 && next >= 0x80 && next < 0xa0))
+      return ::testing::AssertionFailure()
+             << "byte " << int{byte} << " at " << at << " of: " << text;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// A holder's field as a lease's value stores it (holder.hpp): every byte but letters and digits
+// %-escaped.
+std::string stored_field(const std::string& text) {
+  std::string stored;
+  for (const char c : text) {
+    char escaped[4];
+    std::snprintf(escaped, sizeof escaped, "%%%02X", static_cast<unsigned char>(c));
+    stored += std::isalnum(static_cast<unsigned char>(c)) ? std::string(1, c) : escaped;
+  }
+  return stored;
 }
 
 // One run of the leasehold binary.
@@ -517,6 +546,104 @@ TEST_F(CliTest, StatusJsonParsesForAnyName) {
   EXPECT_TRUE(parsed[0]["readers"].empty());
   EXPECT_EQ(parsed[0]["permits"]["count"], 0);
   EXPECT_EQ(parsed[1]["name"], name_ + "\xef\xbf\xbd");
+}
+
+// Names, holders' hosts and labels, and another client's value can hold any bytes (any client can
+// write a key): list, status, the refusal of a take that names the holder and release --force show
+// their control characters and malformed UTF-8 as '?', and nothing else of them changes; --json
+// gives them exactly, escaped.
+TEST_F(CliTest, NamesAndHoldersAreShownWithoutTheirControlCharacters) {
+  const std::string name = name_ + "-\x1b]0;owned\x07-\xc2\x9b[31m-\r\b_end";
+  const std::string shown_name = name_ + "-?]0;owned?-?[31m-??_end";
+  const std::string host = "web-\x1b[2J\xc2\x85-3";
+  const std::string label = "deploy \x1b]0;pwned\x07\x9b[2J\r\bok\xff";
+  const std::string shown_lease =
+      "0123abcd\xe2\x80\xa6 (web-?[2J?-3, pid 4242, \"deploy ?]0;pwned??[2J??ok?\", for ";
+  const long long now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+  const std::string value = "0123abcd0123abcd0123abcd0123abcd;" + stored_field(host) + ";4242;" +
+                            stored_field(label) + ";" + std::to_string(now_ms);
+  server_->command({"SET", prefix_ + ":RwLock:{run:" + name + "}:w", value, "PX", "60000"});
+
+  auto list = cli({"--prefix", prefix_, "list"});
+  ASSERT_EQ(list.wait(), 0) << list.err();
+  EXPECT_TRUE(shows_no_control(list.out() + list.err()));
+  EXPECT_EQ(list.out().find(shown_name + ": held exclusively by " + shown_lease), 0u) << list.out();
+  auto status = cli({"--prefix", prefix_, "status", name});
+  ASSERT_EQ(status.wait(), 0) << status.err();
+  EXPECT_TRUE(shows_no_control(status.out() + status.err()));
+  EXPECT_EQ(status.out().find(shown_name + ": held exclusively by " + shown_lease), 0u)
+      << status.out();
+  auto refused = cli({"--prefix", prefix_, "-v", "acquire", "-n", name});
+  EXPECT_EQ(refused.wait(), 1) << refused.err();
+  EXPECT_TRUE(shows_no_control(refused.out() + refused.err()));
+  EXPECT_NE(refused.err().find("'" + shown_name + "' is held exclusively by " + shown_lease),
+            std::string::npos)
+      << refused.err();
+
+  auto json = cli({"--prefix", prefix_, "list", "--json"});
+  ASSERT_EQ(json.wait(), 0) << json.err();
+  EXPECT_TRUE(shows_no_control(json.out())) << "escaped, C1 controls too";
+  const nlohmann::json parsed = nlohmann::json::parse(json.out());
+  ASSERT_EQ(parsed.size(), 1u) << json.out();
+  EXPECT_EQ(parsed[0]["name"], name);
+  EXPECT_EQ(parsed[0]["writer"]["holder"]["host"], host);
+  EXPECT_EQ(parsed[0]["writer"]["holder"]["label"],
+            "deploy \x1b]0;pwned\x07\xef\xbf\xbd[2J\r\bok\xef\xbf\xbd")
+      << "bytes that are not UTF-8 are U+FFFD";
+
+  auto release = cli({"--prefix", prefix_, "release", "--force", name});
+  ASSERT_EQ(release.wait(), 0) << release.err();
+  EXPECT_TRUE(shows_no_control(release.out() + release.err()));
+  EXPECT_EQ(release.out(), shown_name + ": removed the exclusive lease 0123abcd\xe2\x80\xa6\n");
+}
+
+// What the command echoes in its errors — arguments CLI11 refuses, a bad duration, a key of
+// another type, a raw key and the value another client put there — is shown the same way.
+TEST_F(CliTest, WhatErrorsAndRawKeysEchoIsShownWithoutItsControlCharacters) {
+  auto unknown = cli({"status", "--no-such\x1b]0;x\x07"});
+  EXPECT_EQ(unknown.wait(), 64);
+  EXPECT_TRUE(shows_no_control(unknown.out() + unknown.err()));
+  EXPECT_NE(unknown.err().find("--no-such?]0;x?"), std::string::npos) << unknown.err();
+  auto duration = cli({"acquire", "-t", "5\x1b[2J\xc2\x9bs", name_});
+  EXPECT_EQ(duration.wait(), 64);
+  EXPECT_TRUE(shows_no_control(duration.out() + duration.err()));
+  EXPECT_NE(duration.err().find("--ttl: '5?[2J?s' is not a duration"), std::string::npos)
+      << duration.err();
+
+  const std::string other = name_ + "\x1b[2J\x9b";
+  server_->command({"HSET", "leasehold:RwLock:{run:" + other + "}:w", "field", "value"});
+  auto wrong_type = cli({"status", other});
+  EXPECT_EQ(wrong_type.wait(), 65) << wrong_type.err();
+  EXPECT_TRUE(shows_no_control(wrong_type.out() + wrong_type.err()));
+  EXPECT_NE(wrong_type.err().find("leasehold:RwLock:{run:" + name_ + "?[2J?}:w holds a hash"),
+            std::string::npos)
+      << wrong_type.err();
+
+  const std::string raw_key = name_ + ":raw\r\x1b[2J";
+  server_->command({"SET", raw_key, "\x1b[2J\x07\x9bxyzuvw", "PX", "60000"});
+  auto raw = cli({"status", "--raw-key", raw_key});
+  EXPECT_EQ(raw.wait(), 0) << raw.err();
+  EXPECT_TRUE(shows_no_control(raw.out() + raw.err()));
+  EXPECT_EQ(raw.out().find(name_ + ":raw??[2J: held by ?[2J??xy\xe2\x80\xa6 ("), 0u) << raw.out();
+}
+
+// acquire --env writes a name with control characters as printf's octal escapes: none of them
+// reaches a terminal that shows the lines, and a shell's eval still gets exactly the name.
+TEST_F(CliTest, AcquireEnvGivesAShellExactlyANameWithControlCharacters) {
+  const std::string name = name_ + "-\x1b]0;x\x07 '%s\\\xc2\x9b\n";
+  const std::string key = "leasehold:RwLock:{run:" + name_ + "-\x1b]0;x\x07 '%25s\\\xc2\x9b\n}:w";
+  auto acquire = cli({"acquire", "--env", name});
+  ASSERT_EQ(acquire.wait(), 0) << acquire.err();
+  EXPECT_TRUE(shows_no_control(acquire.out()));
+  ASSERT_TRUE(exists(key));
+  testing::ChildProcess script(
+      {"sh", "-c", "eval \"$1\" && \"$2\" --redis \"$3\" release \"$LEASEHOLD_NAME\"", "sh",
+       acquire.out(), testing::build_paths::cli, server_->unix_url()},
+      server_->dir());
+  EXPECT_EQ(script.wait(), 0) << "released by its token under its name: " << script.err();
+  EXPECT_FALSE(exists(key));
 }
 
 // A name's key holding another type of value (something else wrote there) is named, with what it

@@ -1,16 +1,15 @@
 // leasehold doctor's report: the findings as aligned lines ("problem  ...", "ok       ...") or
 // as one line of JSON.
 #include <iostream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string_view>
 
+#include "displayable.hpp"
 #include "doctor/doctor.hpp"
+#include "inspect.hpp"
 
 namespace leasehold::cli::doctor_detail {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 std::string_view level_name(Level level) {
   switch (level) {
@@ -34,14 +33,15 @@ void print_findings(const std::string& server, const std::vector<Finding>& findi
                        {"level", level_name(finding.level)},
                        {"message", finding.message}});
     const Json report = {{"server", server}, {"findings", array}};
-    std::cout << report.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+    std::cout << json_text(report) << "\n";
     return;
   }
   std::ostringstream out;
   for (const Finding& finding : findings) {
     std::string level(level_name(finding.level));
     level.resize(9, ' ');  // "problem  ", "ok       ": the messages line up
-    out << level << finding.message << "\n";
+    // A message quotes the server (its errors, its settings): any bytes.
+    out << level << displayable(finding.message) << "\n";
   }
   std::cout << out.str();
 }

@@ -1,10 +1,12 @@
-// Text that fits a terminal's columns, one column per character: names made safe to show, cut
-// with an ellipsis.
+// Text that fits a terminal's columns, one column per character: displayable text (names made
+// safe to show, displayable.hpp) cut with an ellipsis.
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <string_view>
+
+#include "displayable.hpp"
 
 namespace leasehold::cli::top_parts {
 
@@ -13,10 +15,6 @@ struct Style {
   bool utf8 = true;
   std::string_view ellipsis() const { return utf8 ? "\xe2\x80\xa6" : "~"; }
 };
-
-// `text` safe to show: control characters (C0, DEL, C1) and bytes that are not UTF-8 become '?',
-// and so does every non-ASCII character for a terminal that is not UTF-8.
-std::string displayable(std::string_view text, bool utf8);
 
 // The columns `shown` (displayable text) takes: one per character.
 std::size_t columns_of(std::string_view shown);
