@@ -1,5 +1,7 @@
 #include "redis_sentinel.hpp"
 
+#include <map>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -45,24 +47,37 @@ std::vector<std::string> RedisSentinelGroup::tls_args(int tls_port) const {
 }
 
 RedisSentinelGroup::RedisSentinelGroup(Options options) : options_(std::move(options)) {
-  // Each server with the TLS port it will have (a free one now), noted by its plain port.
-  const auto start = [this](std::vector<std::string> args, std::vector<std::string> config) {
+  // Each server with the TLS port it will have (a free one now), noted by its plain port; on its
+  // own lab host with Options::lab.
+  const auto start = [this](const std::string& host, std::vector<std::string> args,
+                            std::vector<std::string> config) {
     const int tls_port = options_.tls ? free_port() : 0;
     RedisServer::Options server;
     server.extra_args = std::move(args);
     const std::vector<std::string> tls = tls_args(tls_port);
     server.extra_args.insert(server.extra_args.end(), tls.begin(), tls.end());
+    std::optional<NetworkLab::Host> lab_host;
+    if (options_.lab != nullptr) {
+      lab_host = options_.lab->add_host(host);
+      server.launcher = options_.lab->on(*lab_host);
+      server.bind = lab_host->address;
+    }
     auto started = config.empty()
                        ? std::make_unique<RedisServer>(std::move(server))
                        : std::make_unique<RedisServer>(std::move(server), std::move(config));
     if (options_.tls)
       tls_ports_[started->port()] = tls_port;
+    if (lab_host)
+      hosts_[started->port()] = *lab_host;
     return started;
   };
-  servers_.push_back(start({}, {}));
+  servers_.push_back(start("redis-0", {}, {}));
+  const std::string master_address = named_address(*servers_.front());
+  const std::string master_host = master_address.substr(0, master_address.rfind(':'));
   const std::string master_port = std::to_string(named_port(*servers_.front()));
   for (std::size_t i = 0; i < options_.replicas; ++i)
-    servers_.push_back(start({"--replicaof", "127.0.0.1", master_port}, {}));
+    servers_.push_back(
+        start("redis-" + std::to_string(i + 1), {"--replicaof", master_host, master_port}, {}));
   // In sync before the sentinels start: their first look at the master finds every replica.
   wait_until(
       [&] {
@@ -78,12 +93,13 @@ RedisSentinelGroup::RedisSentinelGroup(Options options) : options_(std::move(opt
     if (!options_.sentinel_password.empty())
       args = {"--requirepass", options_.sentinel_password};
     sentinels_.push_back(
-        start(std::move(args), {"sentinel monitor " + name + " 127.0.0.1 " + master_port + " 2",
-                                "sentinel down-after-milliseconds " + name + " " +
-                                    std::to_string(options_.down_after.count()),
-                                "sentinel failover-timeout " + name + " " +
-                                    std::to_string(options_.failover_timeout.count()),
-                                "sentinel parallel-syncs " + name + " 2"}));
+        start("sentinel-" + std::to_string(i), std::move(args),
+              {"sentinel monitor " + name + " " + master_host + " " + master_port + " 2",
+               "sentinel down-after-milliseconds " + name + " " +
+                   std::to_string(options_.down_after.count()),
+               "sentinel failover-timeout " + name + " " +
+                   std::to_string(options_.failover_timeout.count()),
+               "sentinel parallel-syncs " + name + " 2"}));
   }
   // Sentinels find each other by their hellos on the master, every 2 s.
   wait_until(
@@ -103,9 +119,21 @@ RedisSentinelGroup::RedisSentinelGroup(Options options) : options_(std::move(opt
 std::string RedisSentinelGroup::url() const {
   std::string url = options_.tls ? "rediss-sentinel://" : "redis-sentinel://";
   for (std::size_t i = 0; i < sentinels_.size(); ++i)
-    url += (i == 0 ? "" : ",") + std::string("127.0.0.1:") +
-           std::to_string(named_port(*sentinels_[i]));
+    url += (i == 0 ? "" : ",") + named_address(*sentinels_[i]);
   return url + "/" + options_.master_name;
+}
+
+std::string RedisSentinelGroup::named_address(const RedisServer& server) const {
+  const auto host = hosts_.find(server.port());
+  const std::string address = host == hosts_.end() ? "127.0.0.1" : host->second.address;
+  return address + ":" + std::to_string(named_port(server));
+}
+
+const std::string& RedisSentinelGroup::host_name(const RedisServer& server) const {
+  const auto host = hosts_.find(server.port());
+  if (host == hosts_.end())
+    throw std::logic_error("the Sentinel test group: the server has no lab host");
+  return host->second.name;
 }
 
 int RedisSentinelGroup::named_port(const RedisServer& server) const {
@@ -127,20 +155,92 @@ RedisServer* RedisSentinelGroup::master() {
 }
 
 void RedisSentinelGroup::wait_named(RedisServer& server, std::chrono::milliseconds timeout) {
-  const std::string port = std::to_string(named_port(server));
+  const std::string address = named_address(server);
   wait_until(
       [&] {
-        for (const auto& sentinel : sentinels_) {
-          if (sentinel->pid() <= 0)
-            continue;
-          const Reply named = ask_sentinel(
-              *sentinel, {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", options_.master_name});
-          if (named.elements.size() != 2 || named.elements[1].str != port)
+        for (const auto& sentinel : sentinels_)
+          if (sentinel->pid() > 0 && named_by(*sentinel) != address)
             return false;
-        }
         return true;
       },
-      timeout, "the sentinels do not all name 127.0.0.1:" + port);
+      timeout, "the sentinels do not all name " + address);
+}
+
+std::string RedisSentinelGroup::named_by(RedisServer& sentinel) const {
+  try {
+    const Reply named =
+        ask_sentinel(sentinel, {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", options_.master_name});
+    if (named.elements.size() != 2)
+      return "";
+    return named.elements[0].str + ":" + named.elements[1].str;
+  } catch (const std::exception&) {
+    return "";  // stopped or paused
+  }
+}
+
+RedisServer& RedisSentinelGroup::wait_replaced(const RedisServer& old,
+                                               std::chrono::milliseconds timeout) {
+  RedisServer* replacement = nullptr;
+  wait_until(
+      [&] {
+        std::map<std::string, std::size_t> votes;
+        for (const auto& sentinel : sentinels_)
+          if (sentinel->pid() > 0)
+            ++votes[named_by(*sentinel)];
+        for (const auto& server : servers_)
+          if (server.get() != &old && 2 * votes[named_address(*server)] > sentinels_.size())
+            replacement = server.get();
+        return replacement != nullptr;
+      },
+      timeout, "no majority of the sentinels named another master than " + named_address(old));
+  return *replacement;
+}
+
+RedisServer& RedisSentinelGroup::wait_settled(std::chrono::milliseconds timeout) {
+  RedisServer* settled = nullptr;
+  std::string unsettled;  // what the last look found amiss
+  const auto whole = [&] {
+    std::vector<RedisServer*> masters;
+    for (const auto& server : servers_)
+      if (server->pid() > 0 && role_of(*server) == "master")
+        masters.push_back(server.get());
+    if (masters.size() != 1) {
+      unsettled = std::to_string(masters.size()) + " servers say they are master";
+      return false;
+    }
+    settled = masters.front();
+    const std::string address = named_address(*settled);
+    for (const auto& sentinel : sentinels_) {
+      const std::string named = sentinel->pid() > 0 ? named_by(*sentinel) : address;
+      if (named != address) {
+        unsettled = "a sentinel names " + named + ", not the master " + address;
+        return false;
+      }
+    }
+    const std::string host = address.substr(0, address.rfind(':'));
+    const std::string port = address.substr(address.rfind(':') + 1);
+    for (const auto& server : servers_) {
+      if (server.get() == settled || server->pid() <= 0)
+        continue;
+      const Reply info = server->command({"INFO", "replication"});
+      if (!says(info, "master_host:" + host + "\r\n") ||
+          !says(info, "master_port:" + port + "\r\n") || !says(info, "master_link_status:up")) {
+        unsettled = "the server " + named_address(*server) + " is not a replica of " + address +
+                    " with its link up";
+        return false;
+      }
+    }
+    return true;
+  };
+  try {
+    wait_until(whole, timeout, "");
+  } catch (const std::runtime_error&) {
+    throw std::runtime_error(
+        "the Sentinel test group did not settle on one master with every "
+        "replica in sync: " +
+        unsettled);
+  }
+  return *settled;
 }
 
 RedisServer& RedisSentinelGroup::start_failover(std::chrono::milliseconds timeout) {
@@ -152,11 +252,9 @@ RedisServer& RedisSentinelGroup::start_failover(std::chrono::milliseconds timeou
         for (const auto& sentinel : sentinels_) {
           if (sentinel->pid() <= 0)
             continue;
-          const Reply named = ask_sentinel(
-              *sentinel, {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", options_.master_name});
+          const std::string named = named_by(*sentinel);
           for (const auto& server : servers_)
-            if (server.get() != before && named.elements.size() == 2 &&
-                named.elements[1].str == std::to_string(named_port(*server)))
+            if (server.get() != before && named == named_address(*server))
               after = server.get();
         }
         return after != nullptr;

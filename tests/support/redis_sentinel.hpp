@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "network_lab.hpp"
 #include "redis_server.hpp"
 #include "test_certificates.hpp"
 
@@ -32,6 +33,10 @@ class RedisSentinelGroup {
     // replicates and watches over TLS, and the sentinels name the TLS ports (url() is then
     // rediss-sentinel://). The plain ports stay for the tests' own commands.
     const TestCertificates* tls = nullptr;
+    // When set: every server and sentinel runs on a host of its own in this lab ("redis-0", the
+    // first master, "redis-1"…, "sentinel-0"…), listening on its address there, so that a test
+    // can cut them apart. Without TLS.
+    NetworkLab* lab = nullptr;
   };
 
   RedisSentinelGroup();
@@ -41,8 +46,12 @@ class RedisSentinelGroup {
 
   const Options& options() const { return options_; }
   // redis-sentinel://127.0.0.1:<port>,…/<master name> (rediss-sentinel:// and the TLS ports
-  // with Options::tls).
+  // with Options::tls; the lab addresses with Options::lab).
   std::string url() const;
+  // "address:port" by which the sentinels name `server`.
+  std::string named_address(const RedisServer& server) const;
+  // The lab host `server` runs on (with Options::lab).
+  const std::string& host_name(const RedisServer& server) const;
   // The port by which the sentinels name `server`: its TLS port with Options::tls.
   int named_port(const RedisServer& server) const;
 
@@ -63,6 +72,12 @@ class RedisSentinelGroup {
   RedisServer& start_failover(std::chrono::milliseconds timeout);
   // Waits until every running sentinel names `server` the master.
   void wait_named(RedisServer& server, std::chrono::milliseconds timeout);
+  // Waits until a majority of the sentinels name a server other than `old` the master: that
+  // server. Each sentinel is asked over its unix socket, which no lab partition cuts.
+  RedisServer& wait_replaced(const RedisServer& old, std::chrono::milliseconds timeout);
+  // Waits until the group is whole again: one server says it is master, every sentinel names
+  // it, and every other running server is its replica with the link up. That master.
+  RedisServer& wait_settled(std::chrono::milliseconds timeout);
 
  private:
   // SENTINEL FAILOVER through the first sentinel, asked again while it finds no good replica.
@@ -76,8 +91,13 @@ class RedisSentinelGroup {
   Options options_;
   std::vector<std::unique_ptr<RedisServer>> servers_;
   std::vector<std::unique_ptr<RedisServer>> sentinels_;
+  // The master that `sentinel` names ("address:port"), or "" if it names none or cannot say.
+  std::string named_by(RedisServer& sentinel) const;
+
   // With Options::tls: the TLS port of each server and sentinel, by its plain port.
   std::map<int, int> tls_ports_;
+  // With Options::lab: the host of each server and sentinel, by its plain port.
+  std::map<int, NetworkLab::Host> hosts_;
 };
 
 }  // namespace leasehold::testing

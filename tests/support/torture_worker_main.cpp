@@ -13,7 +13,8 @@
 //   (see below); with --write-after-loss the section runs to its end and makes its write even
 //   after the lease was lost (a holder that does not look at its stop token). Extensions are seen
 //   as the token's deadline moving. With --probe the worker instead tries every name once per
-//   --retry-ms and releases at once. Runs --duration-ms or --iterations sections. With
+//   --retry-ms and releases at once. Runs --duration-ms or --iterations sections, or until the
+//   file --stop-file exists. With
 //   --lock rwlock-writer it takes the writer side of an RwLock<std::string> (try_write) instead;
 //   with --lock-fence the lock hands out fencing numbers (with_fencing()) and the fenced write
 //   carries the token's fence() instead of a version read from the resource.
@@ -431,6 +432,10 @@ struct LeaseWorker {
 
   int run() {
     const std::int64_t end = monotonic_ns() + options.number("duration-ms", 1000) * 1'000'000;
+    const std::string stop_file = options.text("stop-file");
+    const auto running = [&] {
+      return monotonic_ns() < end && (stop_file.empty() || ::access(stop_file.c_str(), F_OK) != 0);
+    };
     const long long iterations = options.number("iterations", -1);
     const auto cs_range = options.text("cs-ms", "10");
     const auto colon = cs_range.find(':');
@@ -439,7 +444,7 @@ struct LeaseWorker {
         std::stoll(colon == std::string::npos ? cs_range : cs_range.substr(colon + 1)));
     std::uniform_int_distribution<std::size_t> pick(0, names.size() - 1);
     const bool probe = options.flag("probe");
-    for (long long done = 0; monotonic_ns() < end && done != iterations;) {
+    for (long long done = 0; running() && done != iterations;) {
       if (probe) {
         for (const auto& name : names) {
           const auto lease = recorder.next_lease();
@@ -452,7 +457,7 @@ struct LeaseWorker {
       const std::string& name = names[pick(random)];
       std::optional<Token> token;
       std::uint64_t lease = 0;
-      while (monotonic_ns() < end) {
+      while (running()) {
         lease = recorder.next_lease();
         token = attempt(name, lease);
         if (token)

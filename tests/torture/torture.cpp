@@ -64,13 +64,17 @@ HistoryDir::~HistoryDir() {
   std::filesystem::remove_all(path_, ignored);
 }
 
-Worker::Worker(std::vector<std::string> args) {
+Worker::Worker(std::vector<std::string> args) : Worker(std::move(args), {}) {}
+
+Worker::Worker(std::vector<std::string> args, const std::vector<std::string>& launcher) {
   args.insert(args.begin(), build_paths::torture_worker);
+  args.insert(args.begin(), launcher.begin(), launcher.end());
   std::vector<char*> argv;
   for (auto& arg : args)
     argv.push_back(arg.data());
   argv.push_back(nullptr);
-  if (posix_spawn(&pid_, argv[0], nullptr, nullptr, argv.data(), environ) != 0)
+  // A launcher is looked up on PATH; it execs the worker, whose pid stays this one.
+  if (posix_spawnp(&pid_, argv[0], nullptr, nullptr, argv.data(), environ) != 0)
     throw std::runtime_error("cannot start " + args[0]);
 }
 

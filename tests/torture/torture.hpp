@@ -48,6 +48,8 @@ class HistoryDir {
 class Worker {
  public:
   explicit Worker(std::vector<std::string> args);
+  // The worker started by `launcher` (e.g. NetworkLab::on(host): on a host of a lab).
+  Worker(std::vector<std::string> args, const std::vector<std::string>& launcher);
   ~Worker();
   Worker(Worker&& other) noexcept;
   Worker& operator=(Worker&& other) noexcept;  // SIGKILLs the process it replaces
