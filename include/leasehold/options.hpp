@@ -40,6 +40,14 @@ struct ClientOptions {
   // asynchronous: this narrows, not closes, the window in which a failover loses a lease.
   int replica_acks = 0;
   std::chrono::milliseconds replica_ack_timeout{100};
+  // Safe failover (docs/reliability.md, "Safe failover"): every grant and extension counts only
+  // once every replica that could be promoted has it — each replica the sentinels know of for
+  // the master (asked again at every resolve), and at least replica_acks. A lease the client was
+  // told it holds is then on whichever replica a failover promotes, and a master cut off from
+  // any replica can neither grant nor extend. The cost: an extra round trip per grant, and no
+  // grant while any replica is away. Needs a redis-sentinel:// URL, or replica_acks set to the
+  // number of replicas.
+  bool safe_failover = false;
   // Certificates for rediss:// URLs; setting any with another URL is an error.
   TlsOptions tls;
   // After its first connection the client reads the server's maxmemory-policy (INFO memory) and

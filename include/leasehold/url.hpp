@@ -10,8 +10,9 @@
 //   rediss-sentinel://...                          (the same over TLS: sentinels and servers)
 // User and password are the data servers' (a Sentinel URL's sentinels take theirs as query
 // parameters). Credentials and the master name are percent-decoded. Every URL also takes
-// ?replica_acks=N&replica_ack_timeout=100ms, which set the ClientOptions fields of those names
-// (see options.hpp) over the options the Client is given, and ?compat=redis6 (below). A malformed
+// ?replica_acks=N&replica_ack_timeout=100ms and ?safe_failover=1, which set the ClientOptions
+// fields of those names (see options.hpp) over the options the Client is given, and
+// ?compat=redis6 (below). A malformed
 // URL is an Error(errc::invalid_url) whose message quotes the URL with its password masked and says
 // what is wrong.
 #pragma once
@@ -55,6 +56,7 @@ struct RedisUrl {
   // Set by the URL's query parameters of those names: they override ClientOptions'.
   std::optional<int> replica_acks;
   std::optional<std::chrono::milliseconds> replica_ack_timeout;
+  std::optional<bool> safe_failover;  // ?safe_failover=1 (or 0)
   // ?compat=redis6 sends only what Redis 6.0 knows (no SET ... NX ... GET, no sharded pub/sub),
   // whatever the server's version; ?compat=auto (the default) does so for servers older than 7.0
   // (docs/connection.md, "Servers").

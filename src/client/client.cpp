@@ -20,6 +20,8 @@ ClientOptions validated(ClientOptions options, const RedisUrl& url) {
     options.replica_acks = *url.replica_acks;
   if (url.replica_ack_timeout)
     options.replica_ack_timeout = *url.replica_ack_timeout;
+  if (url.safe_failover)
+    options.safe_failover = *url.safe_failover;
   using std::chrono::milliseconds;
   if (options.connect_timeout <= milliseconds::zero())
     throw Error(make_error_code(errc::invalid_argument), "the connect timeout must be positive");
@@ -32,8 +34,14 @@ ClientOptions validated(ClientOptions options, const RedisUrl& url) {
   if (options.replica_acks < 0)
     throw Error(make_error_code(errc::invalid_argument),
                 "replica_acks must be 0 (off) or the number of replicas to wait for");
-  if (options.replica_acks > 0 && (options.replica_ack_timeout <= milliseconds::zero() ||
-                                   options.replica_ack_timeout >= options.command_timeout))
+  if (options.safe_failover && options.replica_acks == 0 &&
+      url.transport != RedisUrl::Transport::sentinel)
+    throw Error(make_error_code(errc::invalid_argument),
+                "safe_failover must know how many replicas a failover may promote: a "
+                "redis-sentinel:// URL tells it, else set replica_acks to the number of replicas");
+  const bool acknowledged = options.replica_acks > 0 || options.safe_failover;
+  if (acknowledged && (options.replica_ack_timeout <= milliseconds::zero() ||
+                       options.replica_ack_timeout >= options.command_timeout))
     throw Error(make_error_code(errc::invalid_argument),
                 "the replica acknowledgement timeout must be positive and shorter than the "
                 "command timeout");

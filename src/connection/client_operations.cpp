@@ -1,5 +1,6 @@
 #include "client_operations.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -178,7 +179,8 @@ class EvictionPolicyCheck final : public Operation {
 class ReplicaAcknowledged final : public Operation {
  public:
   ReplicaAcknowledged(std::unique_ptr<Operation> inner, int replicas,
-                      std::chrono::milliseconds timeout) {
+                      std::chrono::milliseconds timeout, bool every_replica)
+      : every_replica_(every_replica) {
     grants_.operation = std::move(inner);
     grants_.replicas = replicas;
     grants_.timeout = timeout;
@@ -208,12 +210,29 @@ class ReplicaAcknowledged final : public Operation {
       grants_.operation->complete(core, error, std::move(detail));
       return;
     }
+    if (every_replica_) {
+      const std::optional<int> known = core.replicas_known();
+      if (!known && grants_.replicas == 0) {
+        grants_.hand_over("NOTREPLICATED safe_failover: the number of replicas of " +
+                          core.url().address() +
+                          " is not known (the sentinels did not list them); set replica_acks");
+        grants_.operation->complete(core, {}, {});
+        return;
+      }
+      grants_.replicas = std::max(grants_.replicas, known.value_or(0));
+      if (grants_.replicas == 0) {  // no replica a failover could promote
+        grants_.hand_over({});
+        grants_.operation->complete(core, {}, {});
+        return;
+      }
+    }
     // This operation ends when complete() returns: the WAIT takes over what it holds.
     core.submit(std::make_unique<WaitForReplicas>(std::move(grants_)));
   }
 
  private:
   HeldGrants grants_;
+  bool every_replica_;
 };
 
 }  // namespace
@@ -231,8 +250,10 @@ bool grants_leases(const Operation& operation) {
 }
 
 std::unique_ptr<Operation> with_replica_acks(std::unique_ptr<Operation> operation, int replicas,
-                                             std::chrono::milliseconds timeout) {
-  return std::make_unique<ReplicaAcknowledged>(std::move(operation), replicas, timeout);
+                                             std::chrono::milliseconds timeout,
+                                             bool every_replica) {
+  return std::make_unique<ReplicaAcknowledged>(std::move(operation), replicas, timeout,
+                                               every_replica);
 }
 
 std::unique_ptr<Operation> eviction_policy_check(std::string address) {

@@ -22,8 +22,12 @@ std::unique_ptr<Operation> resend_as_eval(std::unique_ptr<Operation> original,
 bool grants_leases(const Operation& operation);
 // ClientOptions::replica_acks: the operation's lease grants count only once WAIT says that
 // `replicas` replicas have them within `timeout`; else they fail with errc::not_replicated.
+// With `every_replica` (ClientOptions::safe_failover), at least every replica the transport
+// knows of when the grants' replies came (Transport::replicas_known()); none known and
+// `replicas` 0: the grants fail, as nothing says they are safe.
 std::unique_ptr<Operation> with_replica_acks(std::unique_ptr<Operation> operation, int replicas,
-                                             std::chrono::milliseconds timeout);
+                                             std::chrono::milliseconds timeout,
+                                             bool every_replica = false);
 
 // INFO memory, and a warning through the log hook when the server at `address` may evict keys.
 std::unique_ptr<Operation> eviction_policy_check(std::string address);

@@ -28,7 +28,8 @@ SentinelDiscovery::SentinelDiscovery(const RedisUrl& url)
   }
   request_ += Request::command({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", master_name_}).bytes();
   request_ += Request::command({"SENTINEL", "SENTINELS", master_name_}).bytes();
-  replies_expected_ = sends_auth_ ? 3 : 2;
+  request_ += Request::command({"SENTINEL", "REPLICAS", master_name_}).bytes();
+  replies_expected_ = sends_auth_ ? 4 : 3;
   watch_request_ = request_;
   watch_request_ += Request::command({"SUBSCRIBE", "+switch-master", "+promoted-slave"}).bytes();
 }
@@ -82,7 +83,8 @@ std::optional<SentinelDiscovery::Answer> SentinelDiscovery::on_bytes(codec::Repl
     }
   }
   const Reply& address = replies_[next++];
-  const Reply& sentinels = replies_[next];
+  const Reply& sentinels = replies_[next++];
+  const Reply& replicas = replies_[next];
   if (address.is_error()) {
     if (address.str.starts_with("NOAUTH")) {
       ++refused_login_;
@@ -106,7 +108,10 @@ std::optional<SentinelDiscovery::Answer> SentinelDiscovery::on_bytes(codec::Repl
   }
   learn_sentinels(sentinels);
   last_answered_ = asking_;
-  return Answer{Endpoint{address.elements[0].str, *port}};
+  std::optional<int> replica_count;
+  if (replicas.type == Reply::Type::array)
+    replica_count = static_cast<int>(replicas.elements.size());
+  return Answer{Endpoint{address.elements[0].str, *port}, replica_count};
 }
 
 // SENTINEL SENTINELS: one array per other sentinel, of field names and values ("ip", "port", …).

@@ -39,7 +39,7 @@ class SentinelDiscovery {
   std::vector<Endpoint> start_round();
 
   // What to send a sentinel, in one write: AUTH when the URL gives the sentinels a password,
-  // SENTINEL GET-MASTER-ADDR-BY-NAME, SENTINEL SENTINELS.
+  // SENTINEL GET-MASTER-ADDR-BY-NAME, SENTINEL SENTINELS, SENTINEL REPLICAS.
   std::string_view request() const noexcept { return request_; }
   // What to send a sentinel a connection watches: request(), then SUBSCRIBE to the two events.
   // Sent in one write, so no switch falls between the answer and the subscription.
@@ -54,6 +54,10 @@ class SentinelDiscovery {
   // nothing when this sentinel named none (why is noted for the round). Throws nothing.
   struct Answer {
     std::optional<Endpoint> master;
+    // How many replicas the sentinel knows the master has, those it thinks down among them (a
+    // replica cut off from the sentinels may still be the old master's); nothing when it
+    // refused to list them.
+    std::optional<int> replicas;
   };
   std::optional<Answer> on_bytes(codec::ReplyReader& reader);
   // The sentinel asked last could not be reached or did not answer in time: `why`, a sentence

@@ -70,9 +70,9 @@ void ServerConnection::start() {
 }
 
 std::unique_ptr<Operation> ServerConnection::prepare(std::unique_ptr<Operation> operation) {
-  if (options_.replica_acks > 0 && grants_leases(*operation)) {
+  if ((options_.replica_acks > 0 || options_.safe_failover) && grants_leases(*operation)) {
     operation = with_replica_acks(std::move(operation), options_.replica_acks,
-                                  options_.replica_ack_timeout);
+                                  options_.replica_ack_timeout, options_.safe_failover);
   }
   return operation;
 }

@@ -111,6 +111,8 @@ class ServerConnection final : public TransportBase, private PipelineSink {
   Clock::time_point now() const noexcept override {
     return strand_.running_in_this_thread() && delivering_ ? pipeline_.read_time() : Clock::now();
   }
+  // Behind Sentinel: the replicas the sentinel that named the master listed last.
+  std::optional<int> replicas_known() const noexcept override { return replicas_known_; }
 
  private:
   std::shared_ptr<ServerConnection> self() {
@@ -235,6 +237,7 @@ class ServerConnection final : public TransportBase, private PipelineSink {
   // a connection made while an event named another master is not trusted.
   std::optional<RedisUrl::Endpoint> named_master_;
   std::uint64_t other_masters_named_ = 0;
+  std::optional<int> replicas_known_;
 };
 
 }  // namespace leasehold::detail

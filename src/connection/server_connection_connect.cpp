@@ -192,6 +192,8 @@ ServerConnection::Awaitable<Failure> ServerConnection::find_master(
     tls_.reset();
     if (answer && answer->master) {
       server_ = url_.node(*answer->master);
+      if (answer->replicas)
+        replicas_known_ = answer->replicas;
       watch_sentinels(discovery_->sentinels());  // those it told of too
       co_return Failure{};
     }

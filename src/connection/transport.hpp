@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -80,6 +81,9 @@ class Transport {
   virtual const ClientOptions& options() const noexcept = 0;
   // Where the transport's state lives.
   virtual const ConnectionStrand& strand() const noexcept = 0;
+  // On the strand: how many replicas the server this transport writes to has, as far as it
+  // knows (the sentinels' list); nothing when it does not know.
+  virtual std::optional<int> replicas_known() const noexcept { return std::nullopt; }
 
  private:
   std::shared_ptr<UnwatchedRequests> unwatched_ = std::make_shared<UnwatchedRequests>();

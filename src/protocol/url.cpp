@@ -153,9 +153,9 @@ std::chrono::milliseconds parse_duration(std::string_view key, std::string_view 
   return std::chrono::milliseconds(value * scale);
 }
 
-// The query string: the parameters every URL takes (replica_acks, replica_ack_timeout, compat)
-// and those
-// of its scheme (a unix socket's db, a Sentinel URL's sentinel_user and sentinel_password).
+// The query string: the parameters every URL takes (replica_acks, replica_ack_timeout,
+// safe_failover, compat) and those of its scheme (a unix socket's db, a Sentinel URL's
+// sentinel_user and sentinel_password).
 void parse_query(std::string_view query, RedisUrl& url) {
   const bool sentinel = url.transport == RedisUrl::Transport::sentinel;
   const bool unix_socket = url.transport == RedisUrl::Transport::unix_socket;
@@ -173,6 +173,10 @@ void parse_query(std::string_view query, RedisUrl& url) {
       url.replica_acks = acks;
     } else if (key == "replica_ack_timeout") {
       url.replica_ack_timeout = parse_duration(key, value);
+    } else if (key == "safe_failover") {
+      if (value != "1" && value != "0")
+        throw Failure{"safe_failover must be 1 (on) or 0 (off), got '" + std::string(value) + "'"};
+      url.safe_failover = value == "1";
     } else if (key == "compat") {
       if (value == "redis6")
         url.compat = RedisUrl::Compat::redis6;
@@ -205,7 +209,7 @@ void parse_query(std::string_view query, RedisUrl& url) {
       if (url.tls)
         hint += "; certificates are set in ClientOptions::tls";
       throw Failure{"unknown query parameter '" + std::string(key) + "'; the URL takes " + takes +
-                    "replica_acks, replica_ack_timeout and compat" + hint};
+                    "replica_acks, replica_ack_timeout, safe_failover and compat" + hint};
     }
     if (amp == std::string_view::npos)
       return;
@@ -480,6 +484,8 @@ std::string RedisUrl::to_string() const {
   if (replica_ack_timeout)
     parameters.push_back("replica_ack_timeout=" + std::to_string(replica_ack_timeout->count()) +
                          "ms");
+  if (safe_failover)
+    parameters.push_back(*safe_failover ? "safe_failover=1" : "safe_failover=0");
   if (compat == Compat::redis6)
     parameters.push_back("compat=redis6");
   for (std::size_t i = 0; i < parameters.size(); ++i) {

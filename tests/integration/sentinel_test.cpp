@@ -396,6 +396,59 @@ TEST_F(SentinelTest, DoctorChecksTheSentinelsQuorumAndTheMastersSettings) {
     EXPECT_NE(out.find(finding), std::string::npos) << finding << "\n" << out;
 }
 
+TEST(SentinelSafeFailoverTest, AGrantCountsOnlyOnceEveryReplicaTheSentinelsKnowOfHasIt) {
+  RedisSentinelGroup group;
+  const Lock<std::string> lock{"safe", 5s};
+  const std::string name = testing::test_prefix();
+  Client safe(group.url() + "?safe_failover=1&replica_ack_timeout=500ms");
+  EXPECT_TRUE(safe.options().safe_failover);
+  EXPECT_EQ(safe.options().replica_acks, 0) << "the sentinels say how many";
+  auto token = safe.process(lock.try_lock(name));
+  ASSERT_TRUE(token);
+  EXPECT_TRUE(safe.process(token->extend()));
+  EXPECT_TRUE(safe.process(token->release()));
+
+  // A replica away: the sentinels still count it (it could be on the old master's side of a
+  // split), so nothing is granted, and the refused grant is given back.
+  group.server(2).kill();
+  std::error_code code;
+  const std::string message = error_of([&] { safe.process(lock.try_lock(name)); }, code);
+  EXPECT_EQ(code, errc::not_replicated) << message;
+  EXPECT_NE(message.find("only 1 of 2 replicas"), std::string::npos) << message;
+  RedisServer& master = group.server(0);
+  EXPECT_TRUE(testing::eventually(
+      [&] {
+        return master.command({"EXISTS", lock.key(name)}).integer == 0;
+      },
+      5s));
+
+  // Back and in sync: granted again.
+  group.server(2).start();
+  std::string last_error;
+  EXPECT_TRUE(testing::eventually(
+      [&] {
+        try {
+          return safe.process(lock.try_lock(name)).has_value();
+        } catch (const Error& e) {
+          last_error = e.what();
+          return false;
+        }
+      },
+      20s, 100ms))
+      << last_error;
+}
+
+TEST(SentinelSafeFailoverTest, WithoutSentinelsTheNumberOfReplicasMustBeGiven) {
+  std::error_code code;
+  const std::string message =
+      error_of([] { Client unknown("redis://127.0.0.1:1?safe_failover=1"); }, code);
+  EXPECT_EQ(code, errc::invalid_argument) << message;
+  EXPECT_NE(message.find("redis-sentinel://"), std::string::npos) << message;
+  EXPECT_NE(message.find("replica_acks"), std::string::npos) << message;
+  Client given("redis://127.0.0.1:1?safe_failover=1&replica_acks=2");
+  EXPECT_TRUE(given.options().safe_failover);
+}
+
 TEST(SentinelPasswordTest, TheSentinelsPasswordIsAQueryParameterAndAWrongOneIsFatal) {
   RedisSentinelGroup group({.replicas = 1, .sentinels = 2, .sentinel_password = "watchword"});
   const Lock<std::string> lock("sentinel", 5s);

@@ -32,17 +32,23 @@ const std::string kNoOtherSentinels = "*0\r\n";
 // SENTINEL SENTINELS naming one more sentinel (and fields it does not read).
 const std::string kSentinelS9 =
     "*1\r\n*6\r\n$4\r\nname\r\n$3\r\nabc\r\n$2\r\nip\r\n$2\r\ns9\r\n$4\r\nport\r\n$5\r\n26390\r\n";
+// SENTINEL REPLICAS: two replicas, one of them thought down (each shortened to two fields).
+const std::string kTwoReplicas =
+    "*2\r\n*2\r\n$5\r\nflags\r\n$5\r\nslave\r\n*2\r\n$5\r\nflags\r\n$12\r\ns_down,slave\r\n";
+const std::string kNoReplicas = "*0\r\n";
 
 TEST(SentinelDiscovery, AsksForTheMasterAndTheOtherSentinelsInOneWrite) {
   SentinelDiscovery plain(RedisUrl::parse("redis-sentinel://pw@s1,s2/main"));
   EXPECT_EQ(plain.request(), bytes_of({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", "main"}) +
-                                 bytes_of({"SENTINEL", "SENTINELS", "main"}))
+                                 bytes_of({"SENTINEL", "SENTINELS", "main"}) +
+                                 bytes_of({"SENTINEL", "REPLICAS", "main"}))
       << "the URL's password is the data servers'";
   SentinelDiscovery with_login(
       RedisUrl::parse("redis-sentinel://s1/main?sentinel_user=watch&sentinel_password=spw"));
   EXPECT_EQ(with_login.request(), bytes_of({"AUTH", "watch", "spw"}) +
                                       bytes_of({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", "main"}) +
-                                      bytes_of({"SENTINEL", "SENTINELS", "main"}));
+                                      bytes_of({"SENTINEL", "SENTINELS", "main"}) +
+                                      bytes_of({"SENTINEL", "REPLICAS", "main"}));
 }
 
 TEST(SentinelDiscovery, NamesTheMasterOnceEveryReplyCame) {
@@ -50,10 +56,27 @@ TEST(SentinelDiscovery, NamesTheMasterOnceEveryReplyCame) {
   const std::vector<Endpoint> round = discovery.start_round();
   ASSERT_EQ(round.size(), 2u);
   EXPECT_FALSE(answer(discovery, round[0], kMasterAt7)) << "SENTINEL SENTINELS is still to come";
-  const auto named = answer(discovery, round[0], kMasterAt7 + kNoOtherSentinels);
+  EXPECT_FALSE(answer(discovery, round[0], kMasterAt7 + kNoOtherSentinels))
+      << "SENTINEL REPLICAS is still to come";
+  const auto named = answer(discovery, round[0], kMasterAt7 + kNoOtherSentinels + kTwoReplicas);
   ASSERT_TRUE(named);
   ASSERT_TRUE(named->master);
   EXPECT_EQ(*named->master, (Endpoint{"10.0.0.7", 6390}));
+  EXPECT_EQ(named->replicas, 2) << "a replica thought down counts: it may be the old master's";
+}
+
+TEST(SentinelDiscovery, ASentinelThatWillNotListTheReplicasLeavesTheirNumberUnknown) {
+  SentinelDiscovery discovery(RedisUrl::parse("redis-sentinel://s1/main"));
+  const std::vector<Endpoint> round = discovery.start_round();
+  const auto refused = answer(discovery, round[0],
+                              kMasterAt7 + kNoOtherSentinels +
+                                  "-NOPERM this user has no permissions to run the 'sentinel|"
+                                  "replicas' command\r\n");
+  ASSERT_TRUE(refused && refused->master) << "the master is named all the same";
+  EXPECT_FALSE(refused->replicas);
+  const auto none = answer(discovery, round[0], kMasterAt7 + kNoOtherSentinels + kNoReplicas);
+  ASSERT_TRUE(none && none->master);
+  EXPECT_EQ(none->replicas, 0);
 }
 
 TEST(SentinelDiscovery, TheSentinelThatAnsweredIsAskedFirstAndTheOnesItKnowsJoin) {
@@ -62,7 +85,7 @@ TEST(SentinelDiscovery, TheSentinelThatAnsweredIsAskedFirstAndTheOnesItKnowsJoin
   EXPECT_EQ(round, (std::vector<Endpoint>{{"s1", 26379}, {"s2", 26379}, {"s3", 26379}}));
   discovery.asking(round[0]);
   discovery.unreachable("the sentinel at s1:26379 did not answer within 500 ms");
-  ASSERT_TRUE(answer(discovery, round[1], kMasterAt7 + kSentinelS9)->master);
+  ASSERT_TRUE(answer(discovery, round[1], kMasterAt7 + kSentinelS9 + kNoReplicas)->master);
 
   round = discovery.start_round();
   EXPECT_EQ(round,
@@ -74,10 +97,12 @@ TEST(SentinelDiscovery, ARoundWithoutAMasterSaysWhatEachSentinelSaid) {
   const std::vector<Endpoint> round = discovery.start_round();
   discovery.asking(round[0]);
   discovery.unreachable("could not connect to the sentinel at s1:26379: Connection refused");
-  const auto unknown = answer(discovery, round[1], "*-1\r\n-ERR No such master with that name\r\n");
+  const auto unknown = answer(discovery, round[1],
+                              "*-1\r\n-ERR No such master with that name\r\n"
+                              "-ERR No such master with that name\r\n");
   ASSERT_TRUE(unknown);
   EXPECT_FALSE(unknown->master);
-  const auto odd = answer(discovery, round[2], "+OK\r\n+OK\r\n");
+  const auto odd = answer(discovery, round[2], "+OK\r\n+OK\r\n+OK\r\n");
   ASSERT_TRUE(odd);
   EXPECT_FALSE(odd->master);
 
@@ -97,7 +122,7 @@ TEST(SentinelDiscovery, CredentialsEverySentinelRefusesAreFatal) {
     const auto refused =
         answer(discovery, sentinel,
                "-WRONGPASS invalid username-password pair\r\n-NOAUTH Authentication required.\r\n"
-               "-NOAUTH Authentication required.\r\n");
+               "-NOAUTH Authentication required.\r\n-NOAUTH Authentication required.\r\n");
     ASSERT_TRUE(refused);
     EXPECT_FALSE(refused->master);
   }
@@ -111,7 +136,8 @@ TEST(SentinelDiscovery, CredentialsEverySentinelRefusesAreFatal) {
   no_password.asking(round[0]);
   no_password.unreachable("could not connect to the sentinel at s1:26379: Connection refused");
   ASSERT_TRUE(answer(no_password, round[1],
-                     "-NOAUTH Authentication required.\r\n-NOAUTH Authentication required.\r\n"));
+                     "-NOAUTH Authentication required.\r\n-NOAUTH Authentication required.\r\n"
+                     "-NOAUTH Authentication required.\r\n"));
   const Failure some = no_password.round_failure();
   EXPECT_EQ(some.error, make_error_code(errc::connect_failed));
   EXPECT_NE(some.detail.find("add ?sentinel_password="), std::string::npos) << some.detail;

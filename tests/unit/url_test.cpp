@@ -354,6 +354,16 @@ TEST(RedisUrl, EveryUrlTakesTheReplicaAcknowledgementParameters) {
   EXPECT_TRUE(sentinel.has_sentinel_password);
 }
 
+TEST(RedisUrl, EveryUrlTakesSafeFailover) {
+  const RedisUrl on = RedisUrl::parse("redis-sentinel://s1,s2/main?safe_failover=1");
+  EXPECT_EQ(on.safe_failover, true);
+  EXPECT_EQ(on.to_string(), "redis-sentinel://s1:26379,s2:26379/main?safe_failover=1");
+  const RedisUrl off = RedisUrl::parse("redis://h?safe_failover=0&replica_acks=2");
+  EXPECT_EQ(off.safe_failover, false);
+  EXPECT_EQ(off.to_string(), "redis://h:6379?replica_acks=2&safe_failover=0");
+  EXPECT_FALSE(RedisUrl::parse("redis://h").safe_failover) << "unset: ClientOptions' stands";
+}
+
 TEST(MaskPassword, ReplacesThePasswordOnly) {
   EXPECT_EQ(mask_password("redis://alice:s3cret@host:1/2"), "redis://alice:***@host:1/2");
   EXPECT_EQ(mask_password("redis://s3cret@host"), "redis://***@host");
@@ -483,6 +493,8 @@ const Malformed kMalformed[] = {
     {"redis://alice:Hunter2Secret@host?replica_ack_timeout=2h", "replica_ack_timeout must be"},
     {"redis://alice:Hunter2Secret@host?replica_ack_timeout=", "replica_ack_timeout must be"},
     {"redis-sentinel://s1/main?sentinel_password=Hunter2Secret&replica_acks=x", "replica_acks"},
+    {"redis-sentinel://alice:Hunter2Secret@s1/main?safe_failover=yes",
+     "safe_failover must be 1 (on) or 0 (off), got 'yes'"},
 };
 
 class MalformedUrl : public ::testing::TestWithParam<Malformed> {};
