@@ -1,0 +1,254 @@
+// The reply adapters: each kind's queries turning a server's Reply into their outcome. The input
+// is RESP (read by the connection's reader); every reply it holds goes to every adapter, once
+// with a reply in time and once with one after the lease's deadline.
+//
+// Adapters: Lock (plain and fenced) try_lock, a token's release and extend, force_release,
+// try_lock_in_turn, leave_queue; RwLock try_read, try_write (fenced too), release_by_id; Semaphore
+// try_acquire (fenced too); RawLock try_lock; every kind's try in turn (the turn contract the
+// waiter uses), and the wait schedule fed with where a refused waiter stands; Command.
+//
+// Checks:
+//   - an error reply is a failed outcome whose code is classify_error_reply()'s;
+//   - a failed outcome carries an error code;
+//   - a reply after the lease's deadline grants no token;
+//   - 1/0 replies (release, extend, leave, by id) are true exactly for the integer 1;
+//   - a granted token's value is the query's, and a fenced grant's fence is the reply's number;
+//   - the wait schedule's next try is after `now` (or at the deadline), no later than
+//     `now + recheck`, never after the deadline.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fuzz_support.hpp"
+#include "leasehold/lock.hpp"
+#include "leasehold/query.hpp"
+#include "leasehold/queue.hpp"
+#include "leasehold/raw_lock.hpp"
+#include "leasehold/rwlock.hpp"
+#include "leasehold/semaphore.hpp"
+#include "wait_schedule.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using leasehold::Clock;
+using leasehold::Reply;
+using leasehold::Result;
+using leasehold::Timing;
+
+const leasehold::Lock<std::string> kLock{"fuzz", 30s};
+const leasehold::RwLock<std::string> kRwLock{"fuzz", 30s};
+const leasehold::Semaphore<std::string> kSemaphore{"fuzz", 3, 30s};
+const leasehold::RawLock kRawLock{30s};
+
+template <class T>
+void check_failure(const Reply& reply, const Result<T>& result) {
+  if (reply.is_error()) {
+    LEASEHOLD_FUZZ_CHECK(!result);
+    LEASEHOLD_FUZZ_CHECK(result.error() == leasehold::classify_error_reply(reply.str),
+                         result.error().message());
+  }
+  if (!result)
+    LEASEHOLD_FUZZ_CHECK(static_cast<bool>(result.error()), leasehold::to_string(reply));
+}
+
+void check_one_or_zero(const Reply& reply, const Result<bool>& result) {
+  check_failure(reply, result);
+  if (result)
+    LEASEHOLD_FUZZ_CHECK(*result == (reply.type == Reply::Type::integer && reply.integer == 1));
+  else if (!reply.is_error())
+    LEASEHOLD_FUZZ_CHECK(reply.type != Reply::Type::integer);
+}
+
+// An acquire's outcome, std::optional<Token>: a token only in time, with the query's value.
+template <class Query>
+void check_acquire(const Query& query, const std::string& value, const Reply& reply,
+                   const Timing& timing, bool late, std::optional<long long> fence_reply) {
+  const auto result = query.parse(reply, timing);
+  check_failure(reply, result);
+  if (!result || !*result)
+    return;
+  LEASEHOLD_FUZZ_CHECK(!late, leasehold::to_string(reply));
+  LEASEHOLD_FUZZ_CHECK((*result)->value() == value);
+  LEASEHOLD_FUZZ_CHECK((*result)->id().hex() == value.substr(0, 32));
+  if (fence_reply)
+    LEASEHOLD_FUZZ_CHECK((*result)->fence() == std::optional<std::uint64_t>(*fence_reply));
+}
+
+void check_schedule(const leasehold::detail::TurnSeen& seen, Clock::time_point now) {
+  for (const auto recheck : {1ms, 100ms, 1000ms}) {
+    const Clock::time_point deadline = now + 10s;
+    const Clock::time_point at = leasehold::detail::next_turn_try(seen, now, recheck, deadline);
+    LEASEHOLD_FUZZ_CHECK(at > now && at <= now + recheck && at <= deadline,
+                         std::to_string(seen.holder_ttl.count()) + " " +
+                             std::to_string(seen.position) + " " +
+                             std::to_string(seen.head_ticket_ttl.count()));
+  }
+}
+
+template <class Token>
+void check_turn(const leasehold::InTurn<Token>& turn, const leasehold::detail::Waiter& waiter,
+                const Reply& reply, const Timing& timing, bool late) {
+  const auto& contract = leasehold::detail::TurnAccess::contract(turn);
+  const Result<leasehold::detail::TurnOutcome> outcome = contract->parse_try(reply, timing, waiter);
+  check_failure(reply, outcome);
+  if (!outcome)
+    return;
+  if (outcome->state) {
+    LEASEHOLD_FUZZ_CHECK(!late, leasehold::to_string(reply));
+    LEASEHOLD_FUZZ_CHECK(outcome->state->value == waiter.value ||
+                         outcome->state->value == waiter.id.hex());
+    return;
+  }
+  check_schedule(outcome->seen, timing.received);
+}
+
+// The queries, made once (each makes an id and a holder identity): parsing leaves a query whole.
+struct Queries {
+  leasehold::TryLock<leasehold::Lock<std::string>> lock = kLock.try_lock("name");
+  leasehold::TryLock<leasehold::Lock<std::string>> fenced_lock =
+      kLock.with_fencing().try_lock("name");
+  leasehold::LockToken<leasehold::Lock<std::string>> token = granted_token();
+  leasehold::ForceRelease<leasehold::Lock<std::string>> force = kLock.force_release("name");
+  leasehold::WaitTicket ticket;
+  leasehold::TryLockInTurn<leasehold::Lock<std::string>> in_turn =
+      leasehold::try_lock_in_turn(kLock, std::string("name"), ticket);
+  leasehold::LeaveQueue<leasehold::Lock<std::string>> leave =
+      leasehold::leave_queue(kLock, std::string("name"), ticket);
+  leasehold::TryRead<leasehold::RwLock<std::string>> read = kRwLock.try_read("name");
+  leasehold::TryWrite<leasehold::RwLock<std::string>> write = kRwLock.try_write("name");
+  leasehold::TryWrite<leasehold::RwLock<std::string>> fenced_write =
+      kRwLock.with_fencing().try_write("name");
+  leasehold::LeaseId id = leasehold::LeaseId::generate();
+  leasehold::ActById<leasehold::RwLock<std::string>> release_by_id =
+      kRwLock.release_by_id("name", id);
+  leasehold::ActById<leasehold::RwLock<std::string>> extend_by_id =
+      kRwLock.extend_by_id("name", id);
+  leasehold::TryAcquire<leasehold::Semaphore<std::string>> acquire = kSemaphore.try_acquire("name");
+  leasehold::TryAcquire<leasehold::Semaphore<std::string>> fenced_acquire =
+      kSemaphore.with_fencing().try_acquire("name");
+  leasehold::TryLock<leasehold::RawLock> raw = kRawLock.try_lock("key");
+  leasehold::detail::Waiter waiter = leasehold::detail::waiter_of(ticket);
+  leasehold::InTurn<leasehold::LockToken<leasehold::Lock<std::string>>> lock_turn =
+      kLock.in_turn("name");
+  leasehold::InTurn<leasehold::LockToken<leasehold::Lock<std::string>>> fenced_lock_turn =
+      kLock.with_fencing().in_turn("name");
+  leasehold::InTurn<leasehold::ReadToken<leasehold::RwLock<std::string>>> read_turn =
+      kRwLock.read_in_turn("name");
+  leasehold::InTurn<leasehold::LockToken<leasehold::RwLock<std::string>>> write_turn =
+      kRwLock.write_in_turn("name");
+  leasehold::InTurn<leasehold::LockToken<leasehold::RwLock<std::string>>> fenced_write_turn =
+      kRwLock.with_fencing().write_in_turn("name");
+  leasehold::InTurn<leasehold::PermitToken<leasehold::Semaphore<std::string>>> permit_turn =
+      kSemaphore.in_turn("name");
+  leasehold::InTurn<leasehold::LockToken<leasehold::RawLock>> raw_turn = kRawLock.in_turn("key");
+  leasehold::Command command{"GET", "k"};
+
+  // A token, granted by a nil reply in time: what release() and extend() are asked of.
+  static leasehold::LockToken<leasehold::Lock<std::string>> granted_token() {
+    const Clock::time_point sent{std::chrono::hours(1)};
+    auto granted = kLock.try_lock("name").parse(Reply::make_nil(), Timing{sent, sent});
+    LEASEHOLD_FUZZ_CHECK(granted && *granted);
+    return std::move(**granted);
+  }
+};
+
+void check_reply(const Queries& q, const Reply& reply, const Timing& timing, bool late) {
+  const std::optional<long long> integer =
+      reply.type == Reply::Type::integer ? std::optional<long long>(reply.integer) : std::nullopt;
+
+  // Lock.
+  check_acquire(q.lock, q.lock.value(), reply, timing, late, std::nullopt);
+  {
+    // The rvalue parse, which moves the key into a token: on a copy.
+    auto moved = q.lock;
+    const auto result = std::move(moved).parse(reply, timing);
+    check_failure(reply, result);
+    if (result && *result)
+      LEASEHOLD_FUZZ_CHECK((*result)->value() == q.lock.value() && !late);
+  }
+  check_acquire(q.fenced_lock, q.fenced_lock.value(), reply, timing, late, integer);
+  check_one_or_zero(reply, q.token.release().parse(reply, timing));
+  {
+    const Result<bool> extended = q.token.extend().parse(reply, timing);
+    check_failure(reply, extended);
+    if (extended && *extended)
+      LEASEHOLD_FUZZ_CHECK(!late && integer == 1);
+    const Result<long long> forced = q.force.parse(reply, timing);
+    check_failure(reply, forced);
+    if (forced)
+      LEASEHOLD_FUZZ_CHECK(integer == *forced);
+  }
+  {
+    const auto result = q.in_turn.parse(reply, timing);
+    check_failure(reply, result);
+    if (result && result->token)
+      LEASEHOLD_FUZZ_CHECK(!late && result->token->value() == q.ticket.value());
+    check_one_or_zero(reply, q.leave.parse(reply, timing));
+  }
+
+  // RwLock.
+  {
+    const auto result = q.read.parse(reply, timing);
+    check_failure(reply, result);
+    if (result && *result)
+      LEASEHOLD_FUZZ_CHECK(!late && integer.value_or(0) > 0);
+    check_failure(reply, q.write.parse(reply, timing));
+    const auto fenced = q.fenced_write.parse(reply, timing);
+    check_failure(reply, fenced);
+    if (fenced && *fenced)
+      LEASEHOLD_FUZZ_CHECK(!late && (*fenced)->fence() == std::optional<std::uint64_t>(*integer));
+    check_one_or_zero(reply, q.release_by_id.parse(reply, timing));
+    check_one_or_zero(reply, q.extend_by_id.parse(reply, timing));
+  }
+
+  // Semaphore.
+  {
+    const auto result = q.acquire.parse(reply, timing);
+    check_failure(reply, result);
+    if (result && *result)
+      LEASEHOLD_FUZZ_CHECK(!late && integer.value_or(0) > 0);
+    const auto fenced = q.fenced_acquire.parse(reply, timing);
+    check_failure(reply, fenced);
+    if (fenced && *fenced)
+      LEASEHOLD_FUZZ_CHECK(!late && (*fenced)->fence() == std::optional<std::uint64_t>(*integer));
+  }
+
+  // RawLock.
+  check_acquire(q.raw, q.raw.value(), reply, timing, late, std::nullopt);
+
+  // Every kind's try in turn.
+  check_turn(q.lock_turn, q.waiter, reply, timing, late);
+  check_turn(q.fenced_lock_turn, q.waiter, reply, timing, late);
+  check_turn(q.read_turn, q.waiter, reply, timing, late);
+  check_turn(q.write_turn, q.waiter, reply, timing, late);
+  check_turn(q.fenced_write_turn, q.waiter, reply, timing, late);
+  check_turn(q.permit_turn, q.waiter, reply, timing, late);
+  check_turn(q.raw_turn, q.waiter, reply, timing, late);
+
+  // Any command: its reply as it is, an error reply as its error.
+  {
+    const Result<Reply> result = q.command.parse(reply, timing);
+    check_failure(reply, result);
+    if (result)
+      LEASEHOLD_FUZZ_CHECK(*result == reply);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::vector<Reply> replies =
+      leasehold::fuzz::read_replies(leasehold::fuzz::as_text(data, size), 16);
+  static const Queries queries;
+  const Clock::time_point sent{std::chrono::hours(24)};
+  for (const Reply& reply : replies) {
+    check_reply(queries, reply, Timing{sent, sent + 1ms}, false);
+    check_reply(queries, reply, Timing{sent, sent + 1h}, true);
+  }
+  return 0;
+}
