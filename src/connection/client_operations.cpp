@@ -78,10 +78,12 @@ class WaitForReplicas final : public Operation {
       : grants_(std::move(grants)),
         request_(Request::command({"WAIT", std::to_string(grants_.replicas),
                                    std::to_string(grants_.timeout.count())})
-                     .without_keys()
-                     .retry_safe()) {
+                     .without_keys()) {
     set_requests({&request_, 1});
     sent = Clock::now();
+    // Sent again on another connection (after a failover, to the new master) it would count
+    // that server's replicas, not the ones the grants needed: their outcome is unknown instead.
+    bound_to_connection = true;
   }
 
   void on_reply(std::size_t, Reply&& reply) override { acks_ = std::move(reply); }

@@ -330,6 +330,7 @@ void Pipeline::on_lost(const Failure& failure) {
   }
   in_flight_.clear();
   expired_in_flight_ = 0;
+  fail_bound_waiting(failure.error, failure.detail);
   // Ahead of the queue, behind the re-sent script calls (which were sent before them).
   waiting_.insert(waiting_.begin() + static_cast<std::ptrdiff_t>(fallbacks_waiting_),
                   std::make_move_iterator(resend.begin()), std::make_move_iterator(resend.end()));
@@ -349,9 +350,26 @@ void Pipeline::fail_all(const Failure& failure) {
     sink_.complete(*operation, failure.error, failure.detail);
 }
 
+void Pipeline::fail_bound_waiting(std::error_code error, const std::string& detail) {
+  std::deque<OperationPtr> bound;
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if ((*it)->bound_to_connection) {
+      if (static_cast<std::size_t>(it - waiting_.begin()) < fallbacks_waiting_)
+        --fallbacks_waiting_;
+      bound.push_back(std::move(*it));
+      it = waiting_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (OperationPtr& operation : bound)
+    sink_.complete(*operation, error, detail);
+}
+
 void Pipeline::retire(std::error_code route_again, const std::string& detail) {
   connected_ = false;
   unsent_.clear();
+  fail_bound_waiting(make_error_code(errc::connection_lost), detail);
   std::deque<OperationPtr> in_flight = std::exchange(in_flight_, {});
   const std::size_t expired = std::exchange(expired_in_flight_, 0);
   for (std::size_t i = expired; i < in_flight.size(); ++i) {

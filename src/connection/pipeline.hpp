@@ -148,6 +148,8 @@ class Pipeline {
   void fail_overtaken();
   void expire_due(Clock::time_point now);
   bool silent_too_long(Clock::time_point now);
+  // Fails the waiting calls bound to the connection that was lost (Operation::bound_to_connection).
+  void fail_bound_waiting(std::error_code error, const std::string& detail);
 
   PipelineSink& sink_;
   PushSink* push_sink_ = nullptr;

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <asio/error.hpp>
 #include <asio/io_context.hpp>
 #include <memory>
@@ -333,6 +335,36 @@ TEST_F(PipelineTest, ALostConnectionSendsRetrySafeCallsAgainAndFailsTheOthers) {
   pipeline.on_connected(t0 + 30ms);
   EXPECT_EQ(write_all(), bytes_of(Request::command({"GET", "k"})) +
                              bytes_of(Request::command({"GET", "j"})) + bytes_of(echo("q")));
+}
+
+// A WAIT counts the replicas of the writes sent before it on its connection: on another (a new
+// master's, after a failover) it would vouch for writes that server never had.
+TEST_F(PipelineTest, ACallBoundToItsConnectionFailsWithItSentOrNot) {
+  const auto push_bound = [&](const std::string& name, std::chrono::milliseconds made_at) {
+    auto call = std::make_unique<RecordedCall>(
+        name, std::vector<Request>{Request::command({"WAIT", "1", "100"})}, log);
+    call->bound_to_connection = true;
+    call->sent = t0 + made_at;
+    call->deadline = call->sent + kTimeout;
+    pipeline.push(std::move(call));
+  };
+  pipeline.on_connected(t0);
+  push_bound("sent", 0ms);
+  write_all();
+  push_bound("queued", 10ms);
+  push("other", Request::command({"GET", "k"}).retry_safe(), 10ms);
+  pipeline.on_lost({make_error_code(errc::connection_lost), "gone"});
+  ASSERT_EQ(names(), (std::vector<std::string>{"sent", "queued"}));
+  EXPECT_EQ(log[1].error, make_error_code(errc::connection_lost));
+  pipeline.on_connected(t0 + 30ms);
+  EXPECT_EQ(write_all(), bytes_of(Request::command({"GET", "k"}))) << "the other call goes out";
+
+  push_bound("retired", 40ms);
+  pipeline.retire(route_again_error(), "left");
+  const auto retired =
+      std::find_if(log.begin(), log.end(), [](const Completion& c) { return c.name == "retired"; });
+  ASSERT_NE(retired, log.end());
+  EXPECT_EQ(retired->error, make_error_code(errc::connection_lost)) << "not routed again";
 }
 
 TEST_F(PipelineTest, FailingEverythingCompletesEachCallOnce) {

@@ -76,6 +76,10 @@ class Operation {
   // A NOSCRIPT call waiting to be sent again as EVAL, after which a call to one of its hash slots
   // ran: sent now, it would run after a call its caller made later. It fails instead.
   bool overtaken = false;
+  // It means something only on the connection it was queued on (WAIT counts the replicas that
+  // have the writes sent before it there): a lost connection fails it, sent or not, rather than
+  // send it on the next, which may reach another server.
+  bool bound_to_connection = false;
 
  protected:
   // The derived operation's requests, which it stores.
