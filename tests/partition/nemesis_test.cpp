@@ -238,8 +238,11 @@ HistoryReport nemesis_scenario(const std::string& mode, const std::string& query
     }
   }
 
+  // The short tier's scale (LEASEHOLD_TORTURE_SCALE unset or "short") gets its own count: the
+  // rounds last seconds each, whatever the scale.
+  constexpr double kShortScale = 0.15;
   const int rounds_per_nemesis =
-      scale() < 1 ? short_rounds : static_cast<int>(std::lround(full_rounds * scale()));
+      scale() <= kShortScale ? short_rounds : static_cast<int>(std::lround(full_rounds * scale()));
   std::vector<Round> rounds;
   for (int r = 0; r < rounds_per_nemesis; ++r) {
     for (const Nemesis nemesis : kNemeses) {
