@@ -75,10 +75,12 @@ struct HeldGrants {
 class WaitForReplicas final : public Operation {
  public:
   explicit WaitForReplicas(HeldGrants grants)
-      : grants_(std::move(grants)),
-        request_(Request::command({"WAIT", std::to_string(grants_.replicas),
-                                   std::to_string(grants_.timeout.count())})
-                     .without_keys()) {
+      : replicas_(grants.replicas),
+        timeout_(grants.timeout),
+        request_(
+            Request::command({"WAIT", std::to_string(replicas_), std::to_string(timeout_.count())})
+                .without_keys()) {
+    grants_.push_back(std::move(grants));
     set_requests({&request_, 1});
     sent = Clock::now();
     // Sent again on another connection (after a failover, to the new master) it would count
@@ -86,23 +88,40 @@ class WaitForReplicas final : public Operation {
     bound_to_connection = true;
   }
 
+  // A later WAIT for as many replicas joins this one while it waits to be written: its grants
+  // have run (their replies came), so this WAIT, written after them, covers them too. One WAIT
+  // then answers every grant of a read, rather than one WAIT each, each holding up the
+  // connection for a round trip to the replicas.
+  bool absorb(Operation& later) override {
+    auto* wait = dynamic_cast<WaitForReplicas*>(&later);
+    if (wait == nullptr || wait->replicas_ != replicas_ || wait->timeout_ != timeout_)
+      return false;
+    for (HeldGrants& grants : wait->grants_)
+      grants_.push_back(std::move(grants));
+    wait->grants_.clear();
+    return true;
+  }
+
   void on_reply(std::size_t, Reply&& reply) override { acks_ = std::move(reply); }
   void complete(Transport& core, std::error_code error, std::string detail) override {
     if (error) {
-      // Unknown: the grant happened, its replication is not known.
-      grants_.operation->complete(core, error, std::move(detail));
+      // Unknown: the grants happened, their replication is not known.
+      for (HeldGrants& grants : grants_)
+        grants.operation->complete(core, error, detail);
       return;
     }
     std::string why;
     if (acks_.type != Reply::Type::integer) {
       why = refused_wait(core);
-    } else if (acks_.integer < grants_.replicas) {
+    } else if (acks_.integer < replicas_) {
       why = "NOTREPLICATED only " + std::to_string(acks_.integer) + " of " +
-            std::to_string(grants_.replicas) + " replicas acknowledged the lease within " +
-            std::to_string(grants_.timeout.count()) + " ms";
+            std::to_string(replicas_) + " replicas acknowledged the lease within " +
+            std::to_string(timeout_.count()) + " ms";
     }
-    grants_.hand_over(why);
-    grants_.operation->complete(core, {}, {});
+    for (HeldGrants& grants : grants_) {
+      grants.hand_over(why);
+      grants.operation->complete(core, {}, {});
+    }
   }
 
  private:
@@ -123,8 +142,10 @@ class WaitForReplicas final : public Operation {
     return why;
   }
 
-  HeldGrants grants_;
+  int replicas_;
+  std::chrono::milliseconds timeout_;
   Request request_;
+  std::vector<HeldGrants> grants_;
   Reply acks_;
 };
 

@@ -48,6 +48,12 @@ Pipeline::Pipeline(PipelineSink& sink, std::string address,
     : sink_(sink), address_(std::move(address)), command_timeout_(command_timeout) {}
 
 void Pipeline::push(OperationPtr operation) {
+  // A call bound to the connection joins one still waiting to be written, if that one takes it.
+  if (operation->bound_to_connection) {
+    for (auto it = waiting_.rbegin(); it != waiting_.rend(); ++it)
+      if ((*it)->bound_to_connection && !(*it)->handed_out && (*it)->absorb(*operation))
+        return;
+  }
   wake_at_ = std::min(wake_at_, operation->deadline);
   waiting_.push_back(std::move(operation));
 }

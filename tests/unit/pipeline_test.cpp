@@ -367,6 +367,53 @@ TEST_F(PipelineTest, ACallBoundToItsConnectionFailsWithItSentOrNot) {
   EXPECT_EQ(retired->error, make_error_code(errc::connection_lost)) << "not routed again";
 }
 
+// A bound call that takes later ones in while it waits to be written, as a WAIT does.
+class JoinableCall final : public Operation {
+ public:
+  JoinableCall(std::string name, std::vector<Completion>& log)
+      : names_{std::move(name)}, log_(log) {
+    set_requests({&request_, 1});
+    bound_to_connection = true;
+  }
+  bool absorb(Operation& later) override {
+    auto* call = dynamic_cast<JoinableCall*>(&later);
+    if (call == nullptr)
+      return false;
+    names_.insert(names_.end(), call->names_.begin(), call->names_.end());
+    call->names_.clear();
+    return true;
+  }
+  void on_reply(std::size_t, Reply&&) override {}
+  void complete(Transport&, std::error_code error, std::string detail) override {
+    for (const std::string& name : names_)
+      log_.push_back({name, error, detail, {}});
+  }
+
+ private:
+  Request request_ = Request::command({"WAIT", "1", "100"});
+  std::vector<std::string> names_;
+  std::vector<Completion>& log_;
+};
+
+TEST_F(PipelineTest, ABoundCallJoinsALikeOneWaitingToBeWritten) {
+  const auto push_joinable = [&](const std::string& name) {
+    auto call = std::make_unique<JoinableCall>(name, log);
+    call->sent = t0;
+    call->deadline = t0 + kTimeout;
+    pipeline.push(std::move(call));
+  };
+  pipeline.on_connected(t0);
+  push_joinable("a");
+  push("between", echo("x"));
+  push_joinable("b");
+  const std::string wait = bytes_of(Request::command({"WAIT", "1", "100"}));
+  EXPECT_EQ(write_all(), wait + bytes_of(echo("x"))) << "b joined a: one WAIT";
+  push_joinable("c");
+  EXPECT_EQ(write_all(), wait) << "a was written: c goes on its own";
+  EXPECT_TRUE(pipeline.on_reply(Reply::make_integer(1)));
+  EXPECT_EQ(names(), (std::vector<std::string>{"a", "b"}));
+}
+
 TEST_F(PipelineTest, FailingEverythingCompletesEachCallOnce) {
   pipeline.on_connected(t0);
   push("a", echo("a"));

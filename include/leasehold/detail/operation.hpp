@@ -57,6 +57,12 @@ class Operation {
   // The end, called once: with every reply given (no error), or the error of the whole call.
   // `core` takes what the completion sends without waiting (the clean-up of an unknown outcome).
   virtual void complete(Transport& core, std::error_code error, std::string detail) = 0;
+  // A call bound to its connection, still waiting to be written, may take a later one in (both
+  // then answered by its requests): true if it did, and `later` is left with nothing to do.
+  virtual bool absorb(Operation& later) {
+    (void)later;
+    return false;
+  }
 
   Clock::time_point sent;  // when the call was made: lease deadlines and the timeout count from it
   // Set by a caller that may cancel the call (0: it cannot): what Transport::cancel() names.
