@@ -42,6 +42,7 @@ Subscriber::Subscriber(ConnectionStrand strand, RedisUrl url, ClientOptions opti
   // A connection that only watches: no checks, no acknowledgements, a name of its own.
   options_.warn_on_eviction_policy = false;
   options_.replica_acks = 0;
+  options_.safe_failover = false;
   if (!options_.client_name.empty())
     options_.client_name += ":subscriber";
 }
