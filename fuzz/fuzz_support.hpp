@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "codec.hpp"
+#include "leasehold/query.hpp"
 #include "leasehold/reply.hpp"
 
 namespace leasehold::fuzz {
@@ -30,6 +31,19 @@ namespace leasehold::fuzz {
     if (!(condition))                                                                     \
       ::leasehold::fuzz::fail(#condition, __FILE__, __LINE__ __VA_OPT__(, ) __VA_ARGS__); \
   } while (false)
+
+// An outcome parsed from `reply`: an error reply is a failure with classify_error_reply()'s code,
+// and any failure has a code.
+template <class T>
+void check_failure(const Reply& reply, const Result<T>& result) {
+  if (reply.is_error()) {
+    LEASEHOLD_FUZZ_CHECK(!result);
+    LEASEHOLD_FUZZ_CHECK(result.error() == classify_error_reply(reply.str),
+                         result.error().message());
+  }
+  if (!result)
+    LEASEHOLD_FUZZ_CHECK(static_cast<bool>(result.error()), to_string(reply));
+}
 
 inline std::string_view as_text(const std::uint8_t* data, std::size_t size) {
   return {reinterpret_cast<const char*>(data), size};

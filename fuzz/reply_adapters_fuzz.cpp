@@ -34,6 +34,8 @@
 
 namespace {
 
+using leasehold::fuzz::check_failure;
+
 using namespace std::chrono_literals;
 using leasehold::Clock;
 using leasehold::Reply;
@@ -44,17 +46,6 @@ const leasehold::Lock<std::string> kLock{"fuzz", 30s};
 const leasehold::RwLock<std::string> kRwLock{"fuzz", 30s};
 const leasehold::Semaphore<std::string> kSemaphore{"fuzz", 3, 30s};
 const leasehold::RawLock kRawLock{30s};
-
-template <class T>
-void check_failure(const Reply& reply, const Result<T>& result) {
-  if (reply.is_error()) {
-    LEASEHOLD_FUZZ_CHECK(!result);
-    LEASEHOLD_FUZZ_CHECK(result.error() == leasehold::classify_error_reply(reply.str),
-                         result.error().message());
-  }
-  if (!result)
-    LEASEHOLD_FUZZ_CHECK(static_cast<bool>(result.error()), leasehold::to_string(reply));
-}
 
 void check_one_or_zero(const Reply& reply, const Result<bool>& result) {
   check_failure(reply, result);

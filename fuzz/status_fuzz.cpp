@@ -22,6 +22,8 @@
 
 namespace {
 
+using leasehold::fuzz::check_failure;
+
 using namespace std::chrono_literals;
 using leasehold::Reply;
 using leasehold::Result;
@@ -31,16 +33,6 @@ const leasehold::Lock<std::string> kLock{"fuzz", 30s};
 const leasehold::RwLock<std::string> kRwLock{"fuzz", 30s};
 const leasehold::Semaphore<std::string> kSemaphore{"fuzz", 3, 30s};
 const leasehold::RawLock kRawLock{30s};
-
-template <class T>
-void check_failure(const Reply& reply, const Result<T>& result) {
-  if (reply.is_error()) {
-    LEASEHOLD_FUZZ_CHECK(!result);
-    LEASEHOLD_FUZZ_CHECK(result.error() == leasehold::classify_error_reply(reply.str));
-  }
-  if (!result)
-    LEASEHOLD_FUZZ_CHECK(static_cast<bool>(result.error()), leasehold::to_string(reply));
-}
 
 std::optional<std::uint64_t> counter(const Reply& field) {
   if (field.integer < 0)
