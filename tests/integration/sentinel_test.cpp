@@ -48,6 +48,24 @@ std::string error_of(Call call, std::error_code& code) {
   return {};
 }
 
+// Asks `client` for `name` under `lock` every `interval` until it is granted or `timeout`
+// passes (errors, as while the client finds the master, count as not yet): whether it was
+// granted, with the last error in `last_error`.
+bool granted_within(Client& client, const Lock<std::string>& lock, const std::string& name,
+                    std::chrono::milliseconds timeout, std::chrono::milliseconds interval,
+                    std::string& last_error) {
+  return testing::eventually(
+      [&] {
+        try {
+          return client.process(lock.try_lock(name)).has_value();
+        } catch (const Error& e) {
+          last_error = e.what();
+          return false;
+        }
+      },
+      timeout, interval);
+}
+
 TEST_F(SentinelTest, LeasesAreTakenOnTheMasterTheSentinelsName) {
   RedisServer* master = group_->master();
   ASSERT_NE(master, nullptr);
@@ -262,17 +280,7 @@ TEST_F(SentinelTest, ReplicaAcknowledgementsAreAskedForInTheUrlOrOnTheCommandLin
   EXPECT_EQ(acknowledged.options().replica_ack_timeout, 500ms);
   // Both replicas have it, once they follow the master (an earlier test may have moved it).
   std::string last_error;
-  EXPECT_TRUE(testing::eventually(
-      [&] {
-        try {
-          return acknowledged.process(lock_.try_lock(name_)).has_value();
-        } catch (const Error& e) {
-          last_error = e.what();
-          return false;
-        }
-      },
-      20s, 100ms))
-      << last_error;
+  EXPECT_TRUE(granted_within(acknowledged, lock_, name_, 20s, 100ms, last_error)) << last_error;
 
   Client too_many(group_->url() + "?replica_acks=3&replica_ack_timeout=100ms");
   std::error_code code;
@@ -425,17 +433,7 @@ TEST(SentinelSafeFailoverTest, AGrantCountsOnlyOnceEveryReplicaTheSentinelsKnowO
   // Back and in sync: granted again.
   group.server(2).start();
   std::string last_error;
-  EXPECT_TRUE(testing::eventually(
-      [&] {
-        try {
-          return safe.process(lock.try_lock(name)).has_value();
-        } catch (const Error& e) {
-          last_error = e.what();
-          return false;
-        }
-      },
-      20s, 100ms))
-      << last_error;
+  EXPECT_TRUE(granted_within(safe, lock, name, 20s, 100ms, last_error)) << last_error;
 }
 
 TEST(SentinelSafeFailoverTest, WithoutSentinelsTheNumberOfReplicasMustBeGiven) {
