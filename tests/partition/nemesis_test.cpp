@@ -9,9 +9,9 @@
 // LEASEHOLD_TORTURE_SCALE sets (a few in the short tier, many in scripts/soak), and reports its
 // figures per nemesis (FIGURE lines; docs/reliability.md). Whatever the mode, the client's own
 // guarantees hold: no lease is said to be held past its deadline, no grant is counted after it,
-// and every client works again once the group has settled. Overlaps are what the default mode's
-// and one acknowledgement's figures say; safe failover promises none, and the test holds it to
-// that.
+// and every client works again once the group has settled. Overlaps, and fencing numbers that
+// went back, are what the default mode's and one acknowledgement's figures say; safe failover
+// promises neither, and the test holds it to that.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -164,9 +164,10 @@ const Round* round_at(const std::vector<Round>& rounds, std::int64_t t) {
 // The figures of one nemesis over its rounds.
 struct NemesisFigures {
   int rounds = 0;
-  int overlaps = 0;       // overlapping valid sections
-  int double_grants = 0;  // leases provably live at once
-  int losses = 0;         // leases the clients were told they lost
+  int overlaps = 0;           // overlapping valid sections
+  int double_grants = 0;      // leases provably live at once
+  int losses = 0;             // leases the clients were told they lost
+  int fence_regressions = 0;  // grants whose fencing number was not above an earlier grant's
   double worst_gap_ms = 0;
 };
 
@@ -203,6 +204,9 @@ std::map<Nemesis, NemesisFigures> figures_of(const std::vector<Round>& rounds,
   for (const Violation& v : report.double_grants)
     if (const Round* round = at(v))
       ++figures[round->nemesis].double_grants;
+  for (const Violation& v : report.fence_order)
+    if (const Round* round = at(v))
+      ++figures[round->nemesis].fence_regressions;
   for (const Event& e : events)
     if (e.kind == EventKind::loss)
       if (const Round* round = round_at(rounds, e.t))
@@ -231,6 +235,7 @@ HistoryReport nemesis_scenario(const std::string& mode, const std::string& query
                                         {"ttl-ms", std::to_string(kTtl.count())},
                                         {"cs-ms", "100:400"},
                                         {"retry-ms", "20"},
+                                        {"lock-fence", ""},
                                         {"duration-ms", "3600000"},
                                         {"stop-file", stop_file},
                                         {"client-name", host}}),
@@ -284,6 +289,7 @@ HistoryReport nemesis_scenario(const std::string& mode, const std::string& query
                     {"overlaps", std::to_string(f.overlaps)},
                     {"double_grants", std::to_string(f.double_grants)},
                     {"losses", std::to_string(f.losses)},
+                    {"fence_regressions", std::to_string(f.fence_regressions)},
                     {"longest_without_grant_ms", ms_figure(f.worst_gap_ms)}});
   }
   return report;
@@ -308,7 +314,9 @@ TEST_F(PartitionNemesis, WithOneAcknowledgementTheClientsGuaranteesHold) {
 TEST_F(PartitionNemesis, WithSafeFailoverNoTwoClientsEverHoldANameAtOnce) {
   const HistoryReport report =
       nemesis_scenario("safe", "?safe_failover=1&replica_ack_timeout=200ms", 2, 40);
-  EXPECT_TRUE(report.section_overlaps.empty() && report.double_grants.empty()) << report.summary();
+  EXPECT_TRUE(report.section_overlaps.empty() && report.double_grants.empty() &&
+              report.fence_order.empty())
+      << report.summary();
 }
 
 }  // namespace

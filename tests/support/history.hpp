@@ -27,7 +27,8 @@ namespace leasehold::testing {
 enum class EventKind {
   acquire_call,     // an acquire is about to be sent (lease: a new number)
   acquire_ok,       // granted; deadline: until when the holder may act; mode: w, r or p (a
-                    // semaphore's permit, with value: how many permits the name has)
+                    // semaphore's permit, with value: how many permits the name has); a w or r
+                    // grant with a fencing number: value, and start (when it was asked for)
   acquire_fail,     // not granted (busy)
   acquire_unknown,  // the acquire failed with an error: it may or may not have been granted
   extend_ok,        // the lease now runs until `deadline` (as seen at `t`)
@@ -63,10 +64,12 @@ struct Event {
   bool valid = false;         // cs_end
   std::int64_t value = 0;     // fence: the fence value; counter: the value written;
                               // counter_check: the second read; occupancy: the count;
-                              // acquire_ok of a permit: the name's permits
+                              // acquire_ok of a permit: the name's permits, of
+                              // another lease: its fencing number
   std::int64_t read = 0;      // counter: the value read; counter_check: the first read
   bool ok = false;            // fence: accepted; counter: confirmed
-  std::int64_t start = 0;     // fence, counter: when the write was sent (CLOCK_MONOTONIC ns)
+  std::int64_t start = 0;     // fence, counter: when the write was sent; acquire_ok: when the
+                              // acquire was (CLOCK_MONOTONIC ns)
   int target = 0;             // fault: the process it hit
   std::string detail{};       // no spaces
 

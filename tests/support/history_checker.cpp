@@ -252,15 +252,55 @@ std::vector<Section> sections_of(const std::vector<Event>& events) {
   return sections;
 }
 
+// Timed values on one name (accepted fenced writes, or fenced grants), each with when it was
+// asked for and when it was answered.
+struct Stamped {
+  std::int64_t sent;
+  std::int64_t answered;
+  std::int64_t value;
+  Party party;
+};
+
+// A value answered before another was asked for preceded it for sure: it must be smaller. Values
+// whose calls overlap may have been given in either order. `what` names the values ("accepted").
+void check_increasing(const std::map<std::string, std::vector<Stamped>>& by_name,
+                      const std::string& what, std::vector<Violation>& violations) {
+  for (const auto& [name, given] : by_name) {
+    auto by_answer = given;
+    std::sort(by_answer.begin(), by_answer.end(),
+              [](const Stamped& a, const Stamped& b) { return a.answered < b.answered; });
+    auto by_call = given;
+    std::sort(by_call.begin(), by_call.end(),
+              [](const Stamped& a, const Stamped& b) { return a.sent < b.sent; });
+    std::size_t done = 0;
+    const Stamped* highest = nullptr;
+    for (const auto& later : by_call) {
+      while (done < by_answer.size() && by_answer[done].answered < later.sent) {
+        if (!highest || by_answer[done].value > highest->value)
+          highest = &by_answer[done];
+        ++done;
+      }
+      if (highest && highest->value >= later.value) {
+        violations.push_back({name, highest->party, later.party,
+                              "fence " + std::to_string(later.value) + " " + what +
+                                  " after fence " + std::to_string(highest->value) + " had been " +
+                                  what});
+      }
+    }
+  }
+}
+
 void check_fences(const std::vector<Event>& events, HistoryReport& report) {
-  struct Write {
-    std::int64_t sent;
-    std::int64_t answered;
-    std::int64_t value;
-    Party party;
-  };
-  std::map<std::string, std::vector<Write>> accepted;
+  std::map<std::string, std::vector<Stamped>> accepted;
+  std::map<std::string, std::vector<Stamped>> granted;
   for (const auto& event : events) {
+    if (event.kind == EventKind::acquire_ok && event.mode != 'p' && event.value > 0) {
+      const std::int64_t sent = event.start != 0 ? event.start : event.t;
+      ++report.fenced_grants;
+      granted[event.name].push_back(
+          {sent, event.t, event.value, {event.pid, event.tid, event.lease, 'w', {sent, event.t}}});
+      continue;
+    }
     if (event.kind != EventKind::fence)
       continue;
     if (!event.ok) {
@@ -273,30 +313,8 @@ void check_fences(const std::vector<Event>& events, HistoryReport& report) {
     accepted[event.name].push_back(
         {sent, event.t, event.value, {event.pid, event.tid, event.lease, 'w', {sent, event.t}}});
   }
-  for (auto& [name, writes] : accepted) {
-    // A write that was answered before another was sent preceded it for sure: its value must be
-    // smaller. Writes whose calls overlap may have been applied in either order.
-    auto by_answer = writes;
-    std::sort(by_answer.begin(), by_answer.end(),
-              [](const Write& a, const Write& b) { return a.answered < b.answered; });
-    std::sort(writes.begin(), writes.end(),
-              [](const Write& a, const Write& b) { return a.sent < b.sent; });
-    std::size_t done = 0;
-    const Write* highest = nullptr;
-    for (const auto& write : writes) {
-      while (done < by_answer.size() && by_answer[done].answered < write.sent) {
-        if (!highest || by_answer[done].value > highest->value)
-          highest = &by_answer[done];
-        ++done;
-      }
-      if (highest && highest->value >= write.value) {
-        report.fence_order.push_back({name, highest->party, write.party,
-                                      "fence " + std::to_string(write.value) +
-                                          " accepted after fence " +
-                                          std::to_string(highest->value) + " had been accepted"});
-      }
-    }
-  }
+  check_increasing(accepted, "accepted", report.fence_order);
+  check_increasing(granted, "granted", report.fence_order);
 }
 
 void check_counters(const std::vector<Event>& events, HistoryReport& report) {
@@ -432,12 +450,13 @@ std::string HistoryReport::summary(std::size_t per_kind) const {
   std::ostringstream out;
   out << leases << " leases, " << sections << " sections (" << valid_sections << " valid), "
       << losses << " losses, fences " << fences_accepted << " accepted / " << fences_rejected
-      << " rejected, " << counter_writes << " counter writes, " << counter_checks
-      << " counter checks, " << reader_overlaps << " reader overlaps, permit peak " << permit_peak
-      << ", " << occupancy_checks << " occupancy checks; violations: " << double_grants.size()
-      << " double grants, " << section_overlaps.size() << " section overlaps, " << false_held.size()
-      << " false held, " << late_grants.size() << " late grants, " << fence_order.size()
-      << " fence order, " << counter_errors.size() << " counter\n";
+      << " rejected / " << fenced_grants << " granted, " << counter_writes << " counter writes, "
+      << counter_checks << " counter checks, " << reader_overlaps
+      << " reader overlaps, permit peak " << permit_peak << ", " << occupancy_checks
+      << " occupancy checks; violations: " << double_grants.size() << " double grants, "
+      << section_overlaps.size() << " section overlaps, " << false_held.size() << " false held, "
+      << late_grants.size() << " late grants, " << fence_order.size() << " fence order, "
+      << counter_errors.size() << " counter\n";
   const auto list = [&](const char* kind, const std::vector<Violation>& violations) {
     for (std::size_t i = 0; i < violations.size() && i < per_kind; ++i) {
       const auto& v = violations[i];

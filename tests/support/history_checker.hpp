@@ -15,7 +15,8 @@
 //  - no false "held": a valid section of a known lease lies inside one piece of its proven life.
 //  - no grant reported at or after its own deadline.
 //  - fences: an accepted fenced write whose answer came before another accepted write was sent
-//    carries a smaller value (fences accepted only in increasing order).
+//    carries a smaller value (fences accepted only in increasing order); likewise a grant that
+//    came with a fencing number (acquire_ok with a value) and the grants asked for after it.
 //  - counters: every confirmed write of a read-increment-write counter wrote read + 1, and no two
 //    confirmed writes wrote the same value (a lost update); a counter that a valid section read
 //    twice (a reader's counter_check) did not change in between (a writer got in); a valid permit
@@ -62,6 +63,7 @@ struct HistoryReport {
   std::size_t losses = 0;          // loss reports
   std::size_t fences_accepted = 0;
   std::size_t fences_rejected = 0;  // stale writes the resource refused
+  std::size_t fenced_grants = 0;    // grants that came with a fencing number
   std::size_t counter_writes = 0;   // confirmed counter writes
   std::size_t counter_checks = 0;   // counter_checks inside valid sections
   // Valid reader sections that began while a valid reader section of another thread on the same

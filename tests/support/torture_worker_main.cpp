@@ -331,17 +331,21 @@ struct LeaseWorker {
 
   // One attempt; the token if granted. Records the call and its outcome.
   std::optional<Token> attempt(const std::string& name, std::uint64_t lease) {
-    recorder.record({.kind = EventKind::acquire_call, .name = name, .lease = lease});
+    const std::int64_t called = monotonic_ns();
+    recorder.record({.t = called, .kind = EventKind::acquire_call, .name = name, .lease = lease});
     try {
       auto token = redis.process(try_acquire(name));
       if (!token) {
         recorder.record({.kind = EventKind::acquire_fail, .name = name, .lease = lease});
         return std::nullopt;
       }
+      // With --lock-fence the grant's fencing number, which the checker wants increasing.
       recorder.record({.kind = EventKind::acquire_ok,
                        .name = name,
                        .lease = lease,
-                       .deadline = to_monotonic_ns(token->deadline())});
+                       .deadline = to_monotonic_ns(token->deadline()),
+                       .value = static_cast<std::int64_t>(token->fence().value_or(0)),
+                       .start = token->fence() ? called : 0});
       return token;
     } catch (const leasehold::Error& e) {
       recorder.record({.kind = EventKind::acquire_unknown,

@@ -65,6 +65,19 @@ class History {
          .valid = valid});
     return *this;
   }
+  // A grant that came with fencing number `fence`, asked for at `asked`.
+  History& fenced_grant(int pid, std::uint64_t lease, const std::string& name, std::int64_t asked,
+                        std::int64_t t, std::int64_t deadline, std::int64_t fence) {
+    add({.t = t,
+         .pid = pid,
+         .kind = EventKind::acquire_ok,
+         .name = name,
+         .lease = lease,
+         .deadline = deadline,
+         .value = fence,
+         .start = asked});
+    return *this;
+  }
   History& fence(int pid, const std::string& name, std::int64_t sent, std::int64_t answered,
                  std::int64_t value, bool accepted) {
     add({.t = answered,
@@ -451,6 +464,31 @@ TEST(HistoryChecker, ConcurrentFencedWritesMayHaveBeenAppliedInEitherOrder) {
                   .fence(2, "b", 2 * kMs, 3 * kMs, 6, true)
                   .check()
                   .clean());
+}
+
+TEST(HistoryChecker, GrantsAskedForAfterAFencedGrantCarryALargerFence) {
+  // Granted one after the other: 7 then 8 passes; 7 then 7 (a counter that went back, as after
+  // a failover that lost its increment) or 7 then 3 is caught.
+  const auto increasing = History()
+                              .fenced_grant(1, 1, "a", 0, 1 * kMs, 100 * kMs, 7)
+                              .fenced_grant(2, 1, "a", 200 * kMs, 201 * kMs, 300 * kMs, 8)
+                              .check();
+  EXPECT_TRUE(increasing.clean()) << increasing.summary();
+  EXPECT_EQ(increasing.fenced_grants, 2u);
+  for (const std::int64_t again : {7, 3}) {
+    const auto back = History()
+                          .fenced_grant(1, 1, "a", 0, 1 * kMs, 100 * kMs, 7)
+                          .fenced_grant(2, 1, "a", 200 * kMs, 201 * kMs, 300 * kMs, again)
+                          .check();
+    ASSERT_EQ(back.fence_order.size(), 1u) << back.summary();
+    EXPECT_EQ(back.fence_order[0].second.pid, 2);
+  }
+  // Asked for before the first was answered: either may have been granted first.
+  EXPECT_TRUE(History()
+                  .fenced_grant(1, 1, "a", 0, 5 * kMs, 100 * kMs, 7)
+                  .fenced_grant(2, 1, "a", 2 * kMs, 3 * kMs, 300 * kMs, 6)
+                  .check()
+                  .fence_order.empty());
 }
 
 // --- Counters ----------------------------------------------------------------------------------
