@@ -21,6 +21,29 @@ std::string info_field(const std::string& info, const std::string& field) {
   return info.substr(start, info.find_first_of("\r\n", start) - start);
 }
 
+// CLUSTER SLOTS as "start-end master replica…" lines, the replicas sorted: each node lists a
+// master's replicas in an order of its own.
+std::string canonical_map(const Reply& slots) {
+  std::vector<std::string> ranges;
+  for (const Reply& range : slots.elements) {
+    std::string line = std::to_string(range.elements[0].integer) + "-" +
+                       std::to_string(range.elements[1].integer) + " " +
+                       to_string(range.elements[2]);
+    std::vector<std::string> replicas;
+    for (std::size_t r = 3; r < range.elements.size(); ++r)
+      replicas.push_back(to_string(range.elements[r]));
+    std::sort(replicas.begin(), replicas.end());
+    for (const std::string& replica : replicas)
+      line += " " + replica;
+    ranges.push_back(line);
+  }
+  std::sort(ranges.begin(), ranges.end());
+  std::string map;
+  for (const std::string& line : ranges)
+    map += line + "\n";
+  return map;
+}
+
 }  // namespace
 
 RedisCluster::RedisCluster() : RedisCluster(Options{}) {}
@@ -35,7 +58,7 @@ RedisCluster::RedisCluster(Options options) : options_(std::move(options)) {
     std::fprintf(stderr, "%s\ntrying again with new nodes\n", error.what());
     nodes_.clear();
     tls_ports_.clear();
-    create();
+    create();  // on the same lab hosts, if any
   }
   wait_ok();
 }
@@ -61,16 +84,27 @@ void RedisCluster::create() {
       server.extra_args.insert(server.extra_args.end(),
                                {"--tls-cluster", "yes", "--tls-replication", "yes"});
     }
+    if (options_.lab != nullptr) {
+      if (hosts_.size() <= static_cast<std::size_t>(i))
+        hosts_.push_back(options_.lab->add_host("node-" + std::to_string(i)));
+      server.launcher = options_.lab->on(hosts_[static_cast<std::size_t>(i)]);
+      server.bind = hosts_[static_cast<std::size_t>(i)].address;
+    }
     nodes_.push_back(std::make_unique<RedisServer>(server));
   }
-  std::string command = "redis-cli";
+  // In a lab, from the first node's host: the nodes listen on their lab addresses only.
+  std::string command;
+  if (options_.lab != nullptr)
+    for (const std::string& word : options_.lab->on(hosts_.front()))
+      command += word + " ";
+  command += "redis-cli";
   if (options_.tls) {
     command += " --tls --cacert " + options_.tls->ca_file() + " --cert " +
                options_.tls->client_cert() + " --key " + options_.tls->client_key();
   }
   command += " --cluster create";
   for (std::size_t i = 0; i < nodes_.size(); ++i)
-    command += " 127.0.0.1:" + std::to_string(options_.tls ? tls_ports_[i] : nodes_[i]->port());
+    command += " " + address(i);
   command += " --cluster-replicas " + std::to_string(options_.replicas_per_master) +
              " --cluster-yes > " + nodes_.front()->dir() + "/cluster-create.log 2>&1";
   const int status = std::system(command.c_str());
@@ -85,12 +119,19 @@ void RedisCluster::create() {
 RedisCluster::~RedisCluster() = default;
 
 std::string RedisCluster::url() const {
-  if (options_.tls) {
-    return "rediss-cluster://127.0.0.1:" + std::to_string(tls_ports_[0]) +
-           ",127.0.0.1:" + std::to_string(tls_ports_[1]);
-  }
-  return "redis-cluster://127.0.0.1:" + std::to_string(nodes_[0]->port()) +
-         ",127.0.0.1:" + std::to_string(nodes_[1]->port());
+  return (options_.tls ? "rediss-cluster://" : "redis-cluster://") + address(0) + "," + address(1);
+}
+
+std::string RedisCluster::address(std::size_t index) const {
+  const std::string host = options_.lab != nullptr ? hosts_.at(index).address : "127.0.0.1";
+  return host + ":" +
+         std::to_string(options_.tls ? tls_ports_.at(index) : nodes_.at(index)->port());
+}
+
+const std::string& RedisCluster::host_name(std::size_t index) const {
+  if (options_.lab == nullptr)
+    throw std::logic_error("the test cluster: its nodes have no lab hosts");
+  return hosts_.at(index).name;
 }
 
 Reply RedisCluster::command(std::size_t index, const std::vector<std::string>& args) const {
@@ -128,6 +169,54 @@ int RedisCluster::master_of(std::uint16_t slot) const {
   return -1;
 }
 
+std::vector<int> RedisCluster::replicas_of(std::uint16_t slot) const {
+  std::vector<int> replicas;
+  for (const Reply& range : slots_of_a_live_node().elements) {
+    if (range.elements[0].integer <= slot && slot <= range.elements[1].integer)
+      for (std::size_t r = 3; r < range.elements.size(); ++r)
+        replicas.push_back(index_of_port(static_cast<int>(range.elements[r].elements[1].integer)));
+  }
+  return replicas;
+}
+
+std::uint16_t RedisCluster::slot_of(const std::string& key) const {
+  for (const auto& node : nodes_)
+    if (node->pid() > 0)
+      return static_cast<std::uint16_t>(node->command({"CLUSTER", "KEYSLOT", key}).integer);
+  throw std::runtime_error("no live cluster node to ask for a key's slot");
+}
+
+int RedisCluster::wait_replaced(int old, std::uint16_t slot,
+                                std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    std::vector<int> votes(nodes_.size(), 0);
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      if (static_cast<int>(i) == old || nodes_[i]->pid() <= 0)
+        continue;
+      try {
+        for (const Reply& range : nodes_[i]->command({"CLUSTER", "SLOTS"}).elements)
+          if (range.elements[0].integer <= slot && slot <= range.elements[1].integer) {
+            const int named =
+                index_of_port(static_cast<int>(range.elements[2].elements[1].integer));
+            if (named >= 0)
+              ++votes[static_cast<std::size_t>(named)];
+          }
+      } catch (const std::exception&) {
+        // stopped or paused: it has no say
+      }
+    }
+    for (std::size_t i = 0; i < votes.size(); ++i)
+      if (static_cast<int>(i) != old && 2 * static_cast<std::size_t>(votes[i]) > nodes_.size())
+        return static_cast<int>(i);
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error(
+          "no majority of the cluster's nodes named another master than node " +
+          std::to_string(old) + " for slot " + std::to_string(slot));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling against a deadline
+  }
+}
+
 std::vector<int> RedisCluster::masters() const {
   std::vector<int> result;
   for (const Reply& range : slots_of_a_live_node().elements) {
@@ -157,12 +246,12 @@ void RedisCluster::wait_ok(std::chrono::milliseconds timeout) const {
         last = "node " + std::to_string(i) + ": cluster_state " + info_field(info, "cluster_state");
         break;
       }
-      const std::string map = to_string(command(i, {"CLUSTER", "SLOTS"}));
+      const std::string map = canonical_map(command(i, {"CLUSTER", "SLOTS"}));
       if (first_map.empty()) {
         first_map = map;
       } else if (map != first_map) {
         ok = false;
-        last = "node " + std::to_string(i) + " has another slot map";
+        last = "node " + std::to_string(i) + " has another slot map: " + map + ", not " + first_map;
       }
       const std::string replication = command(i, {"INFO", "replication"}).str;
       if (info_field(replication, "role") == "slave" &&
@@ -202,9 +291,14 @@ void RedisCluster::move_slot(std::uint16_t slot, int to) const {
         command(static_cast<std::size_t>(from), {"CLUSTER", "GETKEYSINSLOT", slot_text, "10"});
     if (keys.elements.empty())
       break;
+    const std::string target = address(static_cast<std::size_t>(to));
     std::vector<std::string> migrate = {
-        "MIGRATE", "127.0.0.1", std::to_string(nodes_[static_cast<std::size_t>(to)]->port()),
-        "",        "0",         "5000",
+        "MIGRATE",
+        target.substr(0, target.rfind(':')),
+        std::to_string(nodes_[static_cast<std::size_t>(to)]->port()),
+        "",
+        "0",
+        "5000",
         "KEYS"};
     for (const Reply& key : keys.elements)
       migrate.push_back(key.str);

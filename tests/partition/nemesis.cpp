@@ -1,47 +1,15 @@
-// Leases across failovers and partitions, checked the way Jepsen checks a database: a master, two
-// replicas and three sentinels, each on a host of its own in a NetworkLab, and clients on three
-// more hosts that take, extend and release leases through a redis-sentinel:// URL and record
-// every step (history.hpp). A nemesis cuts the network, pauses, kills or restarts a server, round
-// after round; the history checker then says whether two clients ever held a name at once, how
-// many leases were lost, and how long no lease could be granted.
-//
-// Each mode (a query on the URL) meets each nemesis in turn, for a number of rounds that
-// LEASEHOLD_TORTURE_SCALE sets (a few in the short tier, many in scripts/soak), and reports its
-// figures per nemesis (FIGURE lines; docs/reliability.md). Whatever the mode, the client's own
-// guarantees hold: no lease is said to be held past its deadline, no grant is counted after it,
-// and every client works again once the group has settled. Overlaps, and fencing numbers that
-// went back, are what the default mode's and one acknowledgement's figures say; safe failover
-// promises neither, and the test holds it to that.
-#include <gtest/gtest.h>
+#include "nemesis.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <map>
-#include <string>
 #include <thread>
 #include <vector>
 
-#include "network_lab.hpp"
-#include "redis_sentinel.hpp"
-#include "torture.hpp"
-
 namespace leasehold::testing::torture {
-namespace {
 
 using namespace std::chrono_literals;
-
-enum class Nemesis {
-  isolate_master,      // the master alone on one side
-  split_with_replica,  // the master, one replica and one client's host on the minority side
-  pause_master,        // SIGSTOP past down-after-milliseconds, then SIGCONT
-  kill_master,         // SIGKILL, then a restart without its data
-  restart_replica,     // a replica killed and restarted without its data
-};
-constexpr Nemesis kNemeses[] = {Nemesis::isolate_master, Nemesis::split_with_replica,
-                                Nemesis::pause_master, Nemesis::kill_master,
-                                Nemesis::restart_replica};
 
 std::string name_of(Nemesis nemesis) {
   switch (nemesis) {
@@ -59,97 +27,28 @@ std::string name_of(Nemesis nemesis) {
   return "?";
 }
 
-constexpr int kClientHosts = 3;
-constexpr int kWorkersPerHost = 2;
-constexpr auto kTtl = 1000ms;
-// How long a fault stays after the sentinels named a new master: long enough for a lease granted
-// or extended on the old master to outlive its copy on the new one.
-constexpr auto kHold = 2 * kTtl;
-constexpr auto kSettle = 60s;
+void hold_after_promotion(const Recorder& faults) {
+  faults.record({.kind = EventKind::fault, .detail = "promoted"});
+  std::this_thread::sleep_for(2 * kLeaseTtl);  // the fault's length, not a wait for an event
+}
 
-// One round of one nemesis: from the fault to the group settled again (CLOCK_MONOTONIC ns).
+void PartitionNemesisTest::SetUp() {
+  if (const std::optional<std::string> why = NetworkLab::unavailable())
+    GTEST_SKIP() << "no network lab here: " << *why;
+}
+
+namespace {
+
+constexpr int kWorkersPerHost = 2;
+constexpr Nemesis kNemeses[] = {Nemesis::isolate_master, Nemesis::split_with_replica,
+                                Nemesis::pause_master, Nemesis::kill_master,
+                                Nemesis::restart_replica};
+
+// One round of one nemesis: from the fault to the deployment settled again (CLOCK_MONOTONIC ns).
 struct Round {
   Nemesis nemesis;
   std::int64_t start = 0;
   std::int64_t settled = 0;
-};
-
-class Deployment {
- public:
-  Deployment() : group_(group_options(lab_)) {
-    for (int c = 0; c < kClientHosts; ++c)
-      lab_.add_host(client_host(c));
-  }
-
-  static std::string client_host(int c) { return "client-" + std::to_string(c); }
-  NetworkLab& lab() { return lab_; }
-  RedisSentinelGroup& group() { return group_; }
-
-  // Runs `nemesis` on the settled group, ends it, and waits until the group has settled again;
-  // records the steps in `faults` ("promoted", "ended").
-  void run(Nemesis nemesis, const Recorder& faults) {
-    faults_ = &faults;
-    RedisServer& master = group_.wait_settled(kSettle);
-    const std::string master_host = group_.host_name(master);
-    switch (nemesis) {
-      case Nemesis::isolate_master:
-        lab_.partition({master_host});
-        hold_after_promotion(master);
-        lab_.heal();
-        break;
-      case Nemesis::split_with_replica:
-        lab_.partition({master_host, group_.host_name(a_replica(master)), client_host(0)});
-        hold_after_promotion(master);
-        lab_.heal();
-        break;
-      case Nemesis::pause_master:
-        master.pause();
-        hold_after_promotion(master);
-        master.resume();
-        break;
-      case Nemesis::kill_master:
-        master.kill();
-        hold_after_promotion(master);
-        master.start();
-        break;
-      case Nemesis::restart_replica: {
-        RedisServer& replica = a_replica(master);
-        replica.kill();
-        replica.start();
-        // As its configuration would say: Sentinel rewrites a replica's when it moves it.
-        const std::string address = group_.named_address(master);
-        replica.command({"REPLICAOF", address.substr(0, address.rfind(':')),
-                         address.substr(address.rfind(':') + 1)});
-        break;
-      }
-    }
-    faults.record({.kind = EventKind::fault, .detail = "ended"});
-    group_.wait_settled(kSettle);
-  }
-
- private:
-  static RedisSentinelGroup::Options group_options(NetworkLab& lab) {
-    RedisSentinelGroup::Options options;
-    options.lab = &lab;
-    return options;
-  }
-
-  RedisServer& a_replica(const RedisServer& master) {
-    for (std::size_t i = 0; i < group_.server_count(); ++i)
-      if (&group_.server(i) != &master)
-        return group_.server(i);
-    throw std::logic_error("no replica");
-  }
-
-  void hold_after_promotion(const RedisServer& old_master) {
-    group_.wait_replaced(old_master, kSettle);
-    faults_->record({.kind = EventKind::fault, .detail = "promoted"});
-    std::this_thread::sleep_for(kHold);  // the fault's length, not a wait for an event
-  }
-
-  NetworkLab lab_;
-  RedisSentinelGroup group_;
-  const Recorder* faults_ = nullptr;
 };
 
 // Where in `rounds` the moment `t` falls: the last round that started at or before it.
@@ -214,15 +113,13 @@ std::map<Nemesis, NemesisFigures> figures_of(const std::vector<Round>& rounds,
   return figures;
 }
 
-// Every nemesis in turn, `short_rounds` times each in the short tier and `full_rounds` times the
-// scale otherwise, under clients whose URL ends in `query`; the figures reported as
-// "partition_<mode>_<nemesis>". The history's report.
-HistoryReport nemesis_scenario(const std::string& mode, const std::string& query, int short_rounds,
-                               int full_rounds) {
-  Deployment deployment;
+}  // namespace
+
+HistoryReport nemesis_scenario(Deployment& deployment, const std::string& mode,
+                               const std::string& query, int short_rounds, int full_rounds) {
   HistoryDir dir("partition_" + mode);
   const Recorder faults(dir.file("test"));
-  const std::string url = deployment.group().url() + query;
+  const std::string url = deployment.url() + query;
   const std::string stop_file = dir.path() + "/stop";
   std::vector<Worker> workers;
   std::vector<std::string> files;
@@ -231,8 +128,8 @@ HistoryReport nemesis_scenario(const std::string& mode, const std::string& query
     for (int w = 0; w < kWorkersPerHost; ++w) {
       files.push_back(dir.file(host + "-" + std::to_string(w)));
       workers.emplace_back(worker_args("lease", url, files.back(),
-                                       {{"names", name_list(2)},
-                                        {"ttl-ms", std::to_string(kTtl.count())},
+                                       {{"names", deployment.names()},
+                                        {"ttl-ms", std::to_string(kLeaseTtl.count())},
                                         {"cs-ms", "100:400"},
                                         {"retry-ms", "20"},
                                         {"lock-fence", ""},
@@ -295,29 +192,4 @@ HistoryReport nemesis_scenario(const std::string& mode, const std::string& query
   return report;
 }
 
-class PartitionNemesis : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (const std::optional<std::string> why = NetworkLab::unavailable())
-      GTEST_SKIP() << "no network lab here: " << *why;
-  }
-};
-
-TEST_F(PartitionNemesis, WithoutAcknowledgementsTheClientsGuaranteesHold) {
-  nemesis_scenario("acks0", "", 1, 6);
-}
-
-TEST_F(PartitionNemesis, WithOneAcknowledgementTheClientsGuaranteesHold) {
-  nemesis_scenario("acks1", "?replica_acks=1&replica_ack_timeout=200ms", 1, 6);
-}
-
-TEST_F(PartitionNemesis, WithSafeFailoverNoTwoClientsEverHoldANameAtOnce) {
-  const HistoryReport report =
-      nemesis_scenario("safe", "?safe_failover=1&replica_ack_timeout=200ms", 2, 40);
-  EXPECT_TRUE(report.section_overlaps.empty() && report.double_grants.empty() &&
-              report.fence_order.empty())
-      << report.summary();
-}
-
-}  // namespace
 }  // namespace leasehold::testing::torture
