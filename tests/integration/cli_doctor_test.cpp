@@ -265,6 +265,20 @@ TEST_F(CliDoctorTest, TheDocumentedMinimalAclIsUsableAndWhatItCannotReadIsAWarni
       << elsewhere.out;
 }
 
+TEST_F(CliDoctorTest, SafeFailoverWithoutTheReplicasItWaitsForIsAProblem) {
+  const CliRun run =
+      doctor(server_->tcp_url() + (server_->tcp_url().find('?') == std::string::npos ? "?" : "&") +
+             "safe_failover=1&replica_acks=1");
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  EXPECT_NE(run.out.find("problem  replicas: none connected, and safe failover waits for "
+                         "replica_acks=1: every grant and extension fails until 1 is connected"),
+            std::string::npos)
+      << run.out;
+  // Without it, no replica is no problem.
+  EXPECT_NE(doctor(server_->tcp_url()).out.find("ok       replicas: none connected\n"),
+            std::string::npos);
+}
+
 TEST_F(CliDoctorTest, AppendfsyncAlwaysIsPersistenceThatKeepsLeases) {
   RedisServer server(RedisServer::Options{{"--appendonly", "yes", "--appendfsync", "always"}});
   const CliRun run = doctor(server.unix_url());

@@ -404,6 +404,55 @@ TEST_F(SentinelTest, DoctorChecksTheSentinelsQuorumAndTheMastersSettings) {
     EXPECT_NE(out.find(finding), std::string::npos) << finding << "\n" << out;
 }
 
+// leasehold --redis URL doctor: its exit code and its output.
+std::pair<int, std::string> doctor(const std::string& url, const std::string& dir) {
+  ChildProcess run({testing::build_paths::cli, "--redis", url, "doctor"}, dir);
+  const int code = run.wait();
+  return {code, run.out()};
+}
+
+// `url` with `parameters` added to its query.
+std::string with_query(const std::string& url, const std::string& parameters) {
+  return url + (url.find('?') == std::string::npos ? "?" : "&") + parameters;
+}
+
+TEST_F(SentinelTest, DoctorChecksThatSafeFailoverWaitsForEveryReplica) {
+  const std::string dir = group_->sentinel(0).dir();
+  const auto [code, out] = doctor(group_->url() + "?safe_failover=1", dir);
+  EXPECT_NE(out.find("ok       safe-failover: every grant and extension waits for the 2 replicas "
+                     "the sentinels know of, and all are up"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("ok       replicas: 2 connected; safe failover waits for every replica the "
+                     "sentinels know of"),
+            std::string::npos)
+      << out;
+
+  // The master alone: the count is replica_acks, which must be every replica.
+  RedisServer* master = group_->master();
+  ASSERT_NE(master, nullptr);
+  const auto [fewer, fewer_out] =
+      doctor(with_query(master->tcp_url(), "safe_failover=1&replica_acks=1"), dir);
+  EXPECT_EQ(fewer, 1) << fewer_out;
+  EXPECT_NE(fewer_out.find("problem  replicas: 2 connected, but safe failover waits for "
+                           "replica_acks=1: a failover may promote a replica that lacks a lease"),
+            std::string::npos)
+      << fewer_out;
+  EXPECT_NE(fewer_out.find("set replica_acks=2 (every replica)"), std::string::npos) << fewer_out;
+  const auto [more, more_out] =
+      doctor(with_query(master->tcp_url(), "safe_failover=1&replica_acks=3"), dir);
+  EXPECT_EQ(more, 1) << more_out;
+  EXPECT_NE(more_out.find("problem  replicas: 2 connected, and safe failover waits for "
+                          "replica_acks=3: every grant and extension fails until 3 are connected"),
+            std::string::npos)
+      << more_out;
+  const auto [all, all_out] =
+      doctor(with_query(master->tcp_url(), "safe_failover=1&replica_acks=2"), dir);
+  EXPECT_NE(all_out.find("ok       replicas: 2 connected, and safe failover waits for all of them"),
+            std::string::npos)
+      << all_out;
+}
+
 TEST(SentinelSafeFailoverTest, AGrantCountsOnlyOnceEveryReplicaTheSentinelsKnowOfHasIt) {
   RedisSentinelGroup group;
   const Lock<std::string> lock{"safe", 5s};
@@ -423,6 +472,18 @@ TEST(SentinelSafeFailoverTest, AGrantCountsOnlyOnceEveryReplicaTheSentinelsKnowO
   const std::string message = error_of([&] { safe.process(lock.try_lock(name)); }, code);
   EXPECT_EQ(code, errc::not_replicated) << message;
   EXPECT_NE(message.find("only 1 of 2 replicas"), std::string::npos) << message;
+  // doctor says so, once the sentinels have noticed.
+  std::string out;
+  EXPECT_TRUE(testing::eventually(
+      [&] {
+        out = doctor(group.url() + "?safe_failover=1", group.sentinel(0).dir()).second;
+        return out.find(
+                   "warning  safe-failover: 1 of the 2 replicas the sentinels know of are "
+                   "away (") != std::string::npos;
+      },
+      10s, 200ms))
+      << out;
+  EXPECT_NE(out.find("SENTINEL RESET main on each sentinel"), std::string::npos) << out;
   RedisServer& master = group.server(0);
   EXPECT_TRUE(testing::eventually(
       [&] {

@@ -73,7 +73,8 @@ std::vector<Finding> check_server(const Globals& globals, const Target& target) 
   findings.push_back(wait_finding(target.client, facts));
   findings.push_back(eviction_finding(target.client, facts));
   findings.push_back(persistence_finding(target.client, facts));
-  findings.push_back(replicas_finding(facts));
+  findings.push_back(replicas_finding(facts, target.client.options(),
+                                      target.url.transport == RedisUrl::Transport::sentinel));
   findings.push_back(clock_finding(target.client, facts));
   findings.push_back(round_trip_finding(target.client, facts));
   return findings;

@@ -65,7 +65,11 @@ Finding version_finding(const ServerFacts& facts);
 Finding scripts_finding(Client& client, const ServerFacts& facts);
 Finding eviction_finding(Client& client, const ServerFacts& facts);
 Finding persistence_finding(Client& client, const ServerFacts& facts);
-Finding replicas_finding(const ServerFacts& facts);
+// Whether the server is a master, its replicas, and whether the client's replica_acks and
+// safe_failover (`options`) fit their number; behind Sentinel, safe failover's count is the
+// sentinels' (safe-failover, sentinel.cpp).
+Finding replicas_finding(const ServerFacts& facts, const ClientOptions& options,
+                         bool behind_sentinel);
 Finding wait_finding(Client& client, const ServerFacts& facts);
 
 // ---- The connection to it (connection.cpp)
@@ -84,8 +88,9 @@ std::vector<Finding> permission_findings(Client& client, const RedisUrl& url,
 
 // ---- A Sentinel URL's sentinels (sentinel.cpp)
 
-// The findings "sentinels", "quorum", "failover-time" and "min-replicas-to-write", from the URL's
-// sentinels and from `master`, the client connected to the master they name.
+// The findings "sentinels", "quorum", "failover-time" and "min-replicas-to-write" (and with
+// safe failover "safe-failover"), from the URL's sentinels and from `master`, the client
+// connected to the master they name.
 std::vector<Finding> sentinel_findings(Client& master, const RedisUrl& url);
 
 // ---- One server's checks (doctor.cpp)

@@ -1,6 +1,7 @@
 // The checks of a Sentinel URL's sentinels: whether they answer and agree on the master, whether
-// they can fail over (CKQUORUM), how long a failover takes next to a lease's TTL, and whether a
-// master cut off from its replicas stops taking writes (min-replicas-to-write).
+// they can fail over (CKQUORUM), how long a failover takes next to a lease's TTL, whether a
+// master cut off from its replicas stops taking writes (min-replicas-to-write), and with safe
+// failover whether every replica it waits for is there.
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -35,6 +36,37 @@ std::string master_field(const Reply& reply, const std::string& name) {
     if (reply.elements[i].str == name)
       return reply.elements[i + 1].str;
   return {};
+}
+
+// Safe failover waits for every replica the sentinels know of, those they think down too: one
+// away stops every grant.
+Finding safe_failover_finding(Client& sentinel, const std::string& master_name) {
+  const Reply replicas = ask(sentinel, {"SENTINEL", "REPLICAS", master_name});
+  if (replicas.is_error())
+    return {"safe-failover", Level::warning,
+            "safe-failover: the replicas could not be listed (" + first_sentence(replicas.str) +
+                "); every grant waits for each replica the sentinels know of"};
+  std::vector<std::string> away;
+  for (const Reply& replica : replicas.elements) {
+    const std::string flags = master_field(replica, "flags");
+    if (flags.find("s_down") != std::string::npos || flags.find("o_down") != std::string::npos ||
+        flags.find("disconnected") != std::string::npos)
+      away.push_back(master_field(replica, "name") + " (" + flags + ")");
+  }
+  const std::string known = std::to_string(replicas.elements.size());
+  if (away.empty())
+    return {"safe-failover", Level::ok,
+            "safe-failover: every grant and extension waits for the " + known +
+                " replicas the sentinels know of, and all are up: a failover keeps every lease"};
+  std::string list;
+  for (const std::string& item : away)
+    list += (list.empty() ? "" : ", ") + item;
+  return {"safe-failover", Level::warning,
+          "safe-failover: " + std::to_string(away.size()) + " of the " + known +
+              " replicas the sentinels know of are away (" + list +
+              "): no lease is granted or extended until they are back; if one is gone for "
+              "good, make the sentinels forget it (SENTINEL RESET " +
+              master_name + " on each sentinel)"};
 }
 
 }  // namespace
@@ -130,6 +162,8 @@ std::vector<Finding> sentinel_findings(Client& master, const RedisUrl& url) {
                         "min-replicas-to-write: " + min_replicas.elements[1].str +
                             ": a master cut off from its replicas stops taking writes"});
   }
+  if (master.options().safe_failover)
+    findings.push_back(safe_failover_finding(*first, url.master_name));
   return findings;
 }
 

@@ -162,7 +162,8 @@ Finding persistence_finding(Client& client, const ServerFacts& facts) {
               keep};
 }
 
-Finding replicas_finding(const ServerFacts& facts) {
+Finding replicas_finding(const ServerFacts& facts, const ClientOptions& options,
+                         bool behind_sentinel) {
   const std::string role = field(facts, "role");
   if (role.empty()) {
     return {"replicas", Level::warning,
@@ -174,13 +175,44 @@ Finding replicas_finding(const ServerFacts& facts) {
                 field(facts, "master_port") +
                 ": it refuses the writes leases need; point --redis at its master"};
   }
-  const std::string count = field(facts, "connected_slaves");
-  if (count.empty() || count == "0")
-    return {"replicas", Level::ok, "replicas: none connected"};
+  const std::string connected = field(facts, "connected_slaves");
+  const int count = connected.empty() ? 0 : std::stoi(connected);
+  const std::string replicas =
+      "replicas: " + (count == 0 ? std::string("none") : connected) + " connected";
+  const int acks = options.replica_acks;
+  const std::string asked = "replica_acks=" + std::to_string(acks);
+  const std::string how_many = std::to_string(acks) + (acks == 1 ? " is" : " are");
+  // Behind Sentinel, safe failover counts the replicas the sentinels know of (safe-failover).
+  if (options.safe_failover && !behind_sentinel) {
+    if (acks < count)
+      return {"replicas", Level::problem,
+              replicas + ", but safe failover waits for " + asked +
+                  ": a failover may promote a replica that lacks a lease, and grant it again; "
+                  "set replica_acks=" +
+                  connected + " (every replica)"};
+    if (acks > count)
+      return {"replicas", Level::problem,
+              replicas + ", and safe failover waits for " + asked +
+                  ": every grant and extension fails until " + how_many +
+                  " connected; bring the replicas back, or set replica_acks to their number"};
+    return {"replicas", Level::ok,
+            replicas +
+                ", and safe failover waits for all of them: a failover keeps every "
+                "lease, and while one is away no lease is granted"};
+  }
+  if (acks > count)
+    return {"replicas", Level::problem,
+            replicas + ", and " + asked + " waits for more: every acquire and extension fails " +
+                "until " + how_many + " connected"};
+  if (count == 0)
+    return {"replicas", Level::ok, replicas};
+  if (options.safe_failover)
+    return {"replicas", Level::ok,
+            replicas + "; safe failover waits for every replica the sentinels know of"};
   return {"replicas", Level::ok,
-          "replicas: " + count +
-              " connected; replication is asynchronous: a failover may lose the leases taken "
-              "just before it (the replica_acks option narrows that window)"};
+          replicas +
+              "; replication is asynchronous: a failover may lose the leases taken just before "
+              "it (replica_acks narrows that window, safe_failover closes it)"};
 }
 
 Finding wait_finding(Client& client, const ServerFacts& facts) {
