@@ -1,5 +1,5 @@
-// leasehold doctor on a real Redis Cluster: fit as created, unfit once a range of slots has no
-// master.
+// leasehold doctor on a real Redis Cluster: fit as created, unfit with safe failover waiting for
+// more replicas than a master has, and unfit once a range of slots has no master.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -47,6 +47,20 @@ TEST(ClusterDoctor, AClusterWithUnassignedSlotsIsAProblem) {
             std::string::npos)
       << fit.out;
   EXPECT_NE(fit.out.find("\nok       locks: user 'default' may run"), std::string::npos) << fit.out;
+
+  // Safe failover's count is replica_acks on a cluster: every master's replicas, no fewer.
+  const CliRun safe = doctor(cluster.url() + "?safe_failover=1&replica_acks=1");
+  EXPECT_EQ(safe.exit_code, 0) << safe.out;
+  EXPECT_NE(safe.out.find("\nok       replicas: 1 connected, and safe failover waits for all of "
+                          "them"),
+            std::string::npos)
+      << safe.out;
+  const CliRun more = doctor(cluster.url() + "?safe_failover=1&replica_acks=2");
+  EXPECT_EQ(more.exit_code, 1) << more.out;
+  EXPECT_NE(more.out.find("\nproblem  replicas: 1 connected, and safe failover waits for "
+                          "replica_acks=2: every grant and extension fails until 2 are connected"),
+            std::string::npos)
+      << more.out;
 
   // Every node forgets slots 0-99: no node serves them, and the cluster goes down.
   for (std::size_t node = 0; node < cluster.size(); ++node)
