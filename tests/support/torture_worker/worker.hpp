@@ -1,0 +1,137 @@
+// What the torture worker's modes share (main.cpp says what each mode does): their options, the
+// mapping of lease deadlines onto the history's clock, the fenced resource's script, the
+// read-increment-write counter, and the watch that records extensions.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <leasehold/leasehold.hpp>
+#include <map>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "history.hpp"
+
+namespace leasehold::testing::torture_worker {
+
+using namespace std::chrono_literals;
+
+// A lease deadline (leasehold::Clock, CLOCK_BOOTTIME) on the history's CLOCK_MONOTONIC scale. The
+// two clocks differ by the time the host was suspended, which does not change while a scenario
+// runs: the offset is read once, the monotonic reading bracketed by two boot readings (again if
+// this process was stopped or preempted in between), so that every deadline maps the same way.
+std::int64_t to_monotonic_ns(leasehold::Clock::time_point deadline);
+
+// The fenced resource: a Redis key "<prefix>:fence:<name>" holding the highest fence accepted so
+// far; it accepts a write only if its fence is higher.
+inline constexpr std::string_view kFenceScript = R"(
+local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tonumber(ARGV[1]) > current then
+  redis.call('SET', KEYS[1], ARGV[1])
+  return 1
+end
+return 0)";
+
+struct Options {
+  std::map<std::string, std::string> values;
+
+  std::string text(const std::string& key, std::string fallback = {}) const {
+    const auto at = values.find(key);
+    return at == values.end() ? fallback : at->second;
+  }
+  long long number(const std::string& key, long long fallback) const {
+    const auto at = values.find(key);
+    return at == values.end() ? fallback : std::stoll(at->second);
+  }
+  bool flag(const std::string& key) const { return values.count(key) != 0; }
+  std::vector<std::string> names() const {
+    std::vector<std::string> names;
+    std::stringstream list(text("names", "a"));
+    for (std::string name; std::getline(list, name, ',');)
+      names.push_back(name);
+    return names;
+  }
+};
+
+// --option value pairs after the mode (a bare --flag is "1").
+Options parse_options(int argc, char** argv);
+
+// An error as one word for the history's detail field.
+std::string as_word(const std::string& text);
+
+// An extension's or a loss's cause as one word ("expired_or_taken_over" without one).
+std::string cause_word(std::error_code cause);
+
+inline std::chrono::milliseconds ms(long long count) {
+  return std::chrono::milliseconds(count);
+}
+
+// Sleeps until `until` in short steps, calling step() after each; stops early when step() says so.
+template <class Step>
+void hold_until(std::int64_t until_ns, Step step) {
+  for (;;) {
+    const std::int64_t now = monotonic_ns();
+    if (now >= until_ns || !step())
+      return;
+    std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(
+        2ms, std::chrono::nanoseconds(until_ns - now)));  // the section's work
+  }
+}
+
+// The counter "<prefix>:counter:<name>"; 0 if it does not exist.
+long long read_counter(leasehold::Client& redis, const std::string& key);
+
+// Records an extension (extend_ok) each time a held token's deadline has moved on since it last
+// looked. Compared on the lease's own clock: the mapping onto the history's differs by
+// nanoseconds from one reading to the next, which must not pass for an extension.
+template <class Token>
+class ExtensionWatch {
+ public:
+  ExtensionWatch(const Recorder& recorder, const Token& token, const std::string& name,
+                 std::uint64_t lease, char mode)
+      : recorder_(recorder),
+        token_(token),
+        name_(name),
+        lease_(lease),
+        mode_(mode),
+        seen_(token.deadline()) {}
+
+  void operator()() {
+    const leasehold::Clock::time_point deadline = token_.deadline();
+    if (deadline <= seen_)
+      return;
+    seen_ = deadline;
+    recorder_.record({.kind = EventKind::extend_ok,
+                      .name = name_,
+                      .lease = lease_,
+                      .mode = mode_,
+                      .deadline = to_monotonic_ns(deadline)});
+  }
+
+ private:
+  const Recorder& recorder_;
+  const Token& token_;
+  const std::string& name_;
+  std::uint64_t lease_;
+  char mode_;
+  leasehold::Clock::time_point seen_;
+};
+
+// The non-atomic half of read-sleep-write: writes read + 1 and records it, confirmed or unknown.
+void write_counter(leasehold::Client& redis, const Recorder& recorder, const std::string& name,
+                   std::uint64_t lease, const std::string& key, long long read);
+
+// The modes, each in a file of its own: what their process returns.
+int run_with_lock(const Options& options);
+int run_lease(
+    const Options& options);  // a Lock's lease, or (--lock rwlock-writer) an RwLock's writer
+int run_rwlock(const Options& options);
+int run_semaphore(const Options& options);
+int run_cron(const Options& options);
+
+}  // namespace leasehold::testing::torture_worker
