@@ -21,8 +21,10 @@ std::error_code route_again_error() noexcept {
              "cluster.";
     }
   };
-  static const Category category;
-  return {1, category};
+  // Never destroyed, like leasehold's own categories (error.cpp): an I/O thread may still
+  // compare codes while exit() destroys the statics.
+  static const Category* const category = new Category;
+  return {1, *category};
 }
 
 void complete_later(std::shared_ptr<Transport> transport, std::unique_ptr<Operation> operation,
