@@ -1,6 +1,7 @@
 // leasehold doctor's checks of a server's own settings: what it says of itself (INFO, ACL
 // WHOAMI), its version, what its scripts may do, its eviction policy, its persistence, its
 // replicas and whether WAIT is allowed.
+#include <charconv>
 #include <cstdlib>
 #include <optional>
 
@@ -176,7 +177,14 @@ Finding replicas_finding(const ServerFacts& facts, const ClientOptions& options,
                 ": it refuses the writes leases need; point --redis at its master"};
   }
   const std::string connected = field(facts, "connected_slaves");
-  const int count = connected.empty() ? 0 : std::stoi(connected);
+  int count = 0;
+  if (!connected.empty()) {
+    const auto [end, error] =
+        std::from_chars(connected.data(), connected.data() + connected.size(), count);
+    if (error != std::errc() || end != connected.data() + connected.size() || count < 0)
+      return {"replicas", Level::warning,
+              "replicas: could not be checked (INFO gave connected_slaves:" + connected + ")"};
+  }
   const std::string replicas =
       "replicas: " + (count == 0 ? std::string("none") : connected) + " connected";
   const int acks = options.replica_acks;
