@@ -80,18 +80,7 @@ struct LeaseWorker {
   }
 
   void release(const Token& token, const std::string& name, std::uint64_t lease) {
-    recorder.record({.kind = EventKind::release_call, .name = name, .lease = lease});
-    try {
-      const bool released = redis.process(token.release());
-      recorder.record({.kind = released ? EventKind::release_ok : EventKind::release_fail,
-                       .name = name,
-                       .lease = lease});
-    } catch (const leasehold::Error& e) {
-      recorder.record({.kind = EventKind::release_unknown,
-                       .name = name,
-                       .lease = lease,
-                       .detail = as_word(e.what())});
-    }
+    release_and_record(redis, recorder, token, name, lease, 'w');
   }
 
   // The section under a held lease: extensions are recorded as the token's deadline moves.

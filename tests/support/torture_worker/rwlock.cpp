@@ -69,20 +69,7 @@ struct RwLockWorker {
                      .mode = mode,
                      .deadline = to_monotonic_ns(token->deadline())});
     section(*token, name, lease, mode);
-    recorder.record({.kind = EventKind::release_call, .name = name, .lease = lease, .mode = mode});
-    try {
-      const bool released = redis.process(token->release());
-      recorder.record({.kind = released ? EventKind::release_ok : EventKind::release_fail,
-                       .name = name,
-                       .lease = lease,
-                       .mode = mode});
-    } catch (const leasehold::Error& e) {
-      recorder.record({.kind = EventKind::release_unknown,
-                       .name = name,
-                       .lease = lease,
-                       .mode = mode,
-                       .detail = as_word(e.what())});
-    }
+    release_and_record(redis, recorder, *token, name, lease, mode);
     return true;
   }
 
@@ -181,13 +168,9 @@ struct RwLockWorker {
           std::this_thread::sleep_for(write_pause);  // a writer's think time between sections
       }
     };
-    std::vector<std::thread> threads;
-    const int count = static_cast<int>(options.number("threads", 2));
     const int readers = static_cast<int>(options.number("readers", 1));
-    for (int t = 0; t < count; ++t)
-      threads.emplace_back(thread_main, static_cast<unsigned>(::getpid() * 100 + t), t < readers);
-    for (auto& thread : threads)
-      thread.join();
+    run_threads(static_cast<int>(options.number("threads", 2)),
+                [&](unsigned seed, int t) { thread_main(seed, t < readers); });
     return 0;
   }
 };

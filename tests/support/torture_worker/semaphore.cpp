@@ -113,20 +113,7 @@ struct SemaphoreWorker {
   }
 
   void release(const Token& token, const std::string& name, std::uint64_t lease) {
-    recorder.record({.kind = EventKind::release_call, .name = name, .lease = lease, .mode = 'p'});
-    try {
-      const bool released = redis.process(token.release());
-      recorder.record({.kind = released ? EventKind::release_ok : EventKind::release_fail,
-                       .name = name,
-                       .lease = lease,
-                       .mode = 'p'});
-    } catch (const leasehold::Error& e) {
-      recorder.record({.kind = EventKind::release_unknown,
-                       .name = name,
-                       .lease = lease,
-                       .mode = 'p',
-                       .detail = as_word(e.what())});
-    }
+    release_and_record(redis, recorder, token, name, lease, 'p');
   }
 
   int run() {
@@ -153,12 +140,8 @@ struct SemaphoreWorker {
         release(*token, name, lease);
       }
     };
-    std::vector<std::thread> threads;
-    const int count = static_cast<int>(options.number("threads", 2));
-    for (int t = 0; t < count; ++t)
-      threads.emplace_back(thread_main, static_cast<unsigned>(::getpid() * 100 + t));
-    for (auto& thread : threads)
-      thread.join();
+    run_threads(static_cast<int>(options.number("threads", 2)),
+                [&](unsigned seed, int) { thread_main(seed); });
     return 0;
   }
 };

@@ -70,14 +70,10 @@ int run_with_lock(const Options& options) {
       }
     }
   };
-  std::vector<std::thread> threads;
-  const int count = static_cast<int>(options.number("threads", 1));
   const auto first_name = static_cast<std::size_t>(options.number("first-name", 0));
-  for (int t = 0; t < count; ++t)
-    threads.emplace_back(thread_main, static_cast<unsigned>(::getpid() * 100 + t),
-                         first_name + static_cast<std::size_t>(t));
-  for (auto& thread : threads)
-    thread.join();
+  run_threads(static_cast<int>(options.number("threads", 1)), [&](unsigned seed, int t) {
+    thread_main(seed, first_name + static_cast<std::size_t>(t));
+  });
   return 0;
 }
 

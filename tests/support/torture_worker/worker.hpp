@@ -3,6 +3,8 @@
 // read-increment-write counter, and the watch that records extensions.
 #pragma once
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -125,6 +127,37 @@ class ExtensionWatch {
 // The non-atomic half of read-sleep-write: writes read + 1 and records it, confirmed or unknown.
 void write_counter(leasehold::Client& redis, const Recorder& recorder, const std::string& name,
                    std::uint64_t lease, const std::string& key, long long read);
+
+// Releases `token`'s lease on `name` and records the call and its outcome (mode: 'w', 'r' or 'p').
+template <class Token>
+void release_and_record(leasehold::Client& redis, const Recorder& recorder, const Token& token,
+                        const std::string& name, std::uint64_t lease, char mode) {
+  recorder.record({.kind = EventKind::release_call, .name = name, .lease = lease, .mode = mode});
+  try {
+    const bool released = redis.process(token.release());
+    recorder.record({.kind = released ? EventKind::release_ok : EventKind::release_fail,
+                     .name = name,
+                     .lease = lease,
+                     .mode = mode});
+  } catch (const leasehold::Error& e) {
+    recorder.record({.kind = EventKind::release_unknown,
+                     .name = name,
+                     .lease = lease,
+                     .mode = mode,
+                     .detail = as_word(e.what())});
+  }
+}
+
+// Runs thread_main(seed, t) on threads t = 0..count-1, each seed its own in this process and
+// across processes, and waits for them all.
+template <class Main>
+void run_threads(int count, Main thread_main) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < count; ++t)
+    threads.emplace_back(thread_main, static_cast<unsigned>(::getpid() * 100 + t), t);
+  for (auto& thread : threads)
+    thread.join();
+}
 
 // The modes, each in a file of its own: what their process returns.
 int run_with_lock(const Options& options);
