@@ -108,24 +108,22 @@ class PartitionNemesisOnCluster : public PartitionNemesisTest {};
 
 TEST_F(PartitionNemesisOnCluster, WithoutAcknowledgementsTheClientsGuaranteesHold) {
   ClusterDeployment deployment;
-  nemesis_scenario(deployment, "cluster_acks0", "", 1, 6);
+  nemesis_scenario(deployment, "cluster_acks0", "", kReportedRounds);
 }
 
 TEST_F(PartitionNemesisOnCluster, WithOneAcknowledgementTheClientsGuaranteesHold) {
   ClusterDeployment deployment;
-  nemesis_scenario(deployment, "cluster_acks1", "?replica_acks=1&replica_ack_timeout=200ms", 1, 6);
+  nemesis_scenario(deployment, "cluster_acks1", "?replica_acks=1&replica_ack_timeout=200ms",
+                   kReportedRounds);
 }
 
 // Without Sentinel, safe failover takes the number of replicas to wait for from replica_acks:
 // every replica of a master, two here.
 TEST_F(PartitionNemesisOnCluster, WithSafeFailoverNoTwoClientsEverHoldANameAtOnce) {
   ClusterDeployment deployment;
-  const HistoryReport report =
-      nemesis_scenario(deployment, "cluster_safe",
-                       "?safe_failover=1&replica_acks=2&replica_ack_timeout=200ms", 4, 40);
-  EXPECT_TRUE(report.section_overlaps.empty() && report.double_grants.empty() &&
-              report.fence_order.empty())
-      << report.summary();
+  expect_safe(nemesis_scenario(deployment, "cluster_safe",
+                               "?safe_failover=1&replica_acks=2&replica_ack_timeout=200ms",
+                               kSafeRounds));
 }
 
 }  // namespace

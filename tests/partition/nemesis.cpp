@@ -115,8 +115,14 @@ std::map<Nemesis, NemesisFigures> figures_of(const std::vector<Round>& rounds,
 
 }  // namespace
 
+void expect_safe(const HistoryReport& report) {
+  EXPECT_TRUE(report.section_overlaps.empty() && report.double_grants.empty() &&
+              report.fence_order.empty())
+      << report.summary();
+}
+
 HistoryReport nemesis_scenario(Deployment& deployment, const std::string& mode,
-                               const std::string& query, int short_rounds, int full_rounds) {
+                               const std::string& query, Rounds rounds) {
   HistoryDir dir("partition_" + mode);
   const Recorder faults(dir.file("test"));
   const std::string url = deployment.url() + query;
@@ -143,9 +149,10 @@ HistoryReport nemesis_scenario(Deployment& deployment, const std::string& mode,
   // The short tier's scale (LEASEHOLD_TORTURE_SCALE unset or "short") gets its own count: the
   // rounds last seconds each, whatever the scale.
   constexpr double kShortScale = 0.15;
-  const int rounds_per_nemesis =
-      scale() <= kShortScale ? short_rounds : static_cast<int>(std::lround(full_rounds * scale()));
-  std::vector<Round> rounds;
+  const int rounds_per_nemesis = scale() <= kShortScale
+                                     ? rounds.short_tier
+                                     : static_cast<int>(std::lround(rounds.full * scale()));
+  std::vector<Round> played;
   for (int r = 0; r < rounds_per_nemesis; ++r) {
     for (const Nemesis nemesis : kNemeses) {
       Round round{nemesis, monotonic_ns()};
@@ -153,12 +160,12 @@ HistoryReport nemesis_scenario(Deployment& deployment, const std::string& mode,
       deployment.run(nemesis, faults);
       round.settled = monotonic_ns();
       faults.record({.kind = EventKind::fault, .detail = "settled"});
-      rounds.push_back(round);
+      played.push_back(round);
     }
   }
 
   // Every client works again once the group has settled.
-  const std::int64_t settled = rounds.back().settled;
+  const std::int64_t settled = played.back().settled;
   for (const std::string& file : files) {
     EXPECT_TRUE(wait_for_history(
         file,
@@ -180,7 +187,7 @@ HistoryReport nemesis_scenario(Deployment& deployment, const std::string& mode,
   const HistoryReport report = check_history(events);
   EXPECT_TRUE(report.false_held.empty() && report.late_grants.empty()) << report.summary();
   EXPECT_GT(report.valid_sections, 0u) << report.summary();
-  for (const auto& [nemesis, f] : figures_of(rounds, events, report)) {
+  for (const auto& [nemesis, f] : figures_of(played, events, report)) {
     report_figures("partition_" + mode + "_" + name_of(nemesis),
                    {{"rounds", std::to_string(f.rounds)},
                     {"overlaps", std::to_string(f.overlaps)},
