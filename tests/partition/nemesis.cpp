@@ -32,6 +32,11 @@ void hold_after_promotion(const Recorder& faults) {
   std::this_thread::sleep_for(2 * kLeaseTtl);  // the fault's length, not a wait for an event
 }
 
+bool short_tier() {
+  constexpr double kShortScale = 0.15;
+  return scale() <= kShortScale;
+}
+
 void PartitionNemesisTest::SetUp() {
   if (const std::optional<std::string> why = NetworkLab::unavailable())
     GTEST_SKIP() << "no network lab here: " << *why;
@@ -146,12 +151,9 @@ HistoryReport nemesis_scenario(Deployment& deployment, const std::string& mode,
     }
   }
 
-  // The short tier's scale (LEASEHOLD_TORTURE_SCALE unset or "short") gets its own count: the
-  // rounds last seconds each, whatever the scale.
-  constexpr double kShortScale = 0.15;
-  const int rounds_per_nemesis = scale() <= kShortScale
-                                     ? rounds.short_tier
-                                     : static_cast<int>(std::lround(rounds.full * scale()));
+  // The short tier gets its own count: the rounds last seconds each, whatever the scale.
+  const int rounds_per_nemesis =
+      short_tier() ? rounds.short_tier : static_cast<int>(std::lround(rounds.full * scale()));
   std::vector<Round> played;
   for (int r = 0; r < rounds_per_nemesis; ++r) {
     for (const Nemesis nemesis : kNemeses) {

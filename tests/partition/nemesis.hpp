@@ -64,6 +64,9 @@ struct Rounds {
   int short_tier;
   int full;
 };
+// Whether this is CI's short tier (LEASEHOLD_TORTURE_SCALE unset or "short"), not scripts/soak.
+bool short_tier();
+
 // The default mode and one acknowledgement, whose figures are reported as found.
 constexpr Rounds kReportedRounds{1, 6};
 // Safe failover, which promises no overlap: 20 rounds in CI, 200 in scripts/soak.

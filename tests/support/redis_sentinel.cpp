@@ -100,6 +100,14 @@ RedisSentinelGroup::RedisSentinelGroup(Options options) : options_(std::move(opt
                "sentinel failover-timeout " + name + " " +
                    std::to_string(options_.failover_timeout.count()),
                "sentinel parallel-syncs " + name + " 2"}));
+    if (options_.info_period.count() > 0) {
+      const Reply set = ask_sentinel(
+          *sentinels_.back(),
+          {"SENTINEL", "DEBUG", "info-period", std::to_string(options_.info_period.count()),
+           "publish-period", std::to_string(options_.info_period.count() / 2)});
+      if (set.is_error())
+        throw std::runtime_error("SENTINEL DEBUG: " + set.str);
+    }
   }
   // Sentinels find each other by their hellos on the master, every 2 s.
   wait_until(

@@ -27,6 +27,11 @@ class RedisSentinelGroup {
     // How long the master may be silent before a sentinel thinks it down.
     std::chrono::milliseconds down_after{1000};
     std::chrono::milliseconds failover_timeout{3000};
+    // When set: how often each sentinel looks at every server (INFO), and says hello twice as
+    // often (SENTINEL DEBUG info-period, publish-period; Sentinel's own are 10 s and 2 s).
+    // Sentinel takes an old master back as a replica once it has been up for four hello
+    // periods, at its next look: shorter periods shorten every failover's tail.
+    std::chrono::milliseconds info_period{0};
     // The sentinels' own password (requirepass), empty for none.
     std::string sentinel_password;
     // When set: every server and sentinel also listens on a TLS port with these certificates,
