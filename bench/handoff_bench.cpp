@@ -6,6 +6,7 @@
 //   notified     release -> the waiter's lock_until returns (told by the release)
 //   polling      the same with a waiter that retries try_lock every --poll-ms (no queue)
 //   crash        the holder's key expires (never released) -> the waiter's lock_until returns
+//   dead_head    release -> lock_until returns for the waiter behind a head that died
 //   load         --waiters waiters on one held name for --load-s s: Redis commands per waiter per
 //                second, next to the same number of waiters polling every --poll-ms
 //
@@ -36,7 +37,7 @@ struct Options {
   std::uint64_t samples = 200;
   std::uint64_t poll_ms = 100;
   std::uint64_t waiters = 100;
-  std::uint64_t load_s = 10;
+  std::uint64_t load_s = 60;
   bool load = true;
 };
 
@@ -155,14 +156,19 @@ std::vector<double> rtt(leasehold::Client& redis, std::uint64_t samples) {
 }
 
 // The holder (its own Client) releases once the waiter is queued; the waiter notes when its
-// lock_until returned.
+// lock_until returned. With `dead_head`, the head of the queue is a waiter that died (its place
+// queued, never renewed, its ticket a minute long): the waiter behind it gives it its grace
+// (WaitOptions::grace, 300 ms), then takes its place.
 std::vector<double> notified(leasehold::Client& holder, leasehold::Client& waiter,
-                             std::uint64_t samples) {
-  const leasehold::Lock<std::string> locks{"handoff", 30s};
+                             std::uint64_t samples, bool dead_head = false) {
+  const leasehold::Lock<std::string> locks{dead_head ? "handoff-dead" : "handoff", 30s};
   std::vector<double> micros;
   for (std::uint64_t i = 0; i < samples; ++i) {
     const std::string name = "n" + std::to_string(i);
     auto held = holder.process(locks.try_lock(name));
+    if (dead_head)
+      holder.process(leasehold::try_lock_in_turn(
+          locks, name, leasehold::WaitTicket{leasehold::LeaseId::generate(), 60s}));
     Clock::time_point got_at;
     std::thread wait([&] {
       auto token = leasehold::lock_for(waiter, locks, name, 10s);
@@ -170,7 +176,7 @@ std::vector<double> notified(leasehold::Client& holder, leasehold::Client& waite
       if (token)
         waiter.process(token->release());
     });
-    await([&] { return queued(holder, locks.key(name)) == 1; });
+    await([&] { return queued(holder, locks.key(name)) == (dead_head ? 2 : 1); });
     const auto released_at = Clock::now();
     holder.process(held->release());
     wait.join();
@@ -299,6 +305,8 @@ int main(int argc, char** argv) {
            polling(holder, waiter, std::max<std::uint64_t>(1, options.samples / 4),
                    std::chrono::milliseconds(options.poll_ms)));
     report("crash", crash(holder, waiter, std::max<std::uint64_t>(1, options.samples / 4)));
+    report("dead_head",
+           notified(holder, waiter, std::max<std::uint64_t>(1, options.samples / 10), true));
     if (options.load)
       load(holder, options);
   } catch (const std::exception& e) {

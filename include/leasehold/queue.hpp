@@ -36,6 +36,9 @@ namespace leasehold {
 struct WaitTicket {
   LeaseId id = LeaseId::generate();
   std::chrono::milliseconds ttl{2000};
+  // How long a head that does not take a free lock keeps its turn before this waiter, behind it,
+  // moves it out of the queue (WaitOptions::grace).
+  std::chrono::milliseconds grace{300};
   // The waiter's identity (holder.hpp), fixed for the whole wait: its place in the queue, and
   // the lease it is granted, are the id and this.
   std::string holder = detail::holder_suffix();

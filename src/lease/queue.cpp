@@ -6,13 +6,18 @@
 namespace leasehold::detail {
 
 Waiter waiter_of(const WaitTicket& ticket) {
-  return Waiter{ticket.id, ticket.ttl, ticket.value()};
+  return Waiter{ticket.id, ticket.ttl, ticket.grace, ticket.value()};
 }
 
 // The scripts' contracts are in src/lease/scripts/.
 
 const Script& lock_in_turn_script() {
   static const Script script{std::string(lua::lock_in_turn)};
+  return script;
+}
+
+const Script& lock_keep_place_script() {
+  static const Script script{std::string(lua::lock_keep_place)};
   return script;
 }
 
@@ -28,7 +33,8 @@ LockTurn::LockTurn(std::string key, std::chrono::milliseconds ttl,
 Request LockTurn::try_request(const Waiter& waiter) const {
   const DecimalDigits ttl(ttl_.count());
   const DecimalDigits ticket_ttl(waiter.ticket_ttl.count());
-  const std::string_view args[] = {waiter.value, ttl.view(), ticket_ttl.view()};
+  const DecimalDigits grace(waiter.grace.count());
+  const std::string_view args[] = {waiter.value, ttl.view(), ticket_ttl.view(), grace.view()};
   const std::string_view keys[] = {key_, waiting_.queue, waiting_.tickets,
                                    fence_key_ ? std::string_view(*fence_key_) : std::string_view()};
   return Request::script(lock_in_turn_script(), std::span(keys, fence_key_ ? 4 : 3), args)
@@ -41,6 +47,19 @@ Result<TurnOutcome> LockTurn::parse_try(const Reply& reply, const Timing& timing
   static const std::string no_second_key;
   return turn_outcome(reply, timing, waiter,
                       {key_, no_second_key, &kLockLease, ttl_, fence_key_.has_value()});
+}
+
+std::optional<Request> LockTurn::keep_place_request(
+    const Waiter& waiter, std::chrono::system_clock::time_point until) const {
+  const DecimalDigits at = place_until_ms(until);
+  const std::string_view keys[] = {key_, waiting_.tickets};
+  const std::string_view args[] = {waiter.value, at.view()};
+  return Request::script(lock_keep_place_script(), keys, args).retry_safe();
+}
+
+DecimalDigits place_until_ms(std::chrono::system_clock::time_point until) {
+  return DecimalDigits(
+      std::chrono::duration_cast<std::chrono::milliseconds>(until.time_since_epoch()).count());
 }
 
 Request LockTurn::release_request(const Waiter& waiter) const {

@@ -23,6 +23,11 @@ class RawTurn final : public TurnContract {
         .grants_lease();
   }
 
+  std::optional<Request> keep_place_request(const Waiter&,
+                                            std::chrono::system_clock::time_point) const override {
+    return std::nullopt;
+  }
+
   // nil: the key was free and is this waiter's now; its own id: a retry found its lease.
   Result<TurnOutcome> parse_try(const Reply& reply, const Timing& timing,
                                 const Waiter& waiter) const override {

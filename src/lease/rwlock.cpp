@@ -103,8 +103,9 @@ class RwTurn final : public TurnContract {
   Request try_request(const Waiter& waiter) const override {
     const DecimalDigits ttl(ttl_.count());
     const DecimalDigits ticket_ttl(waiter.ticket_ttl.count());
+    const DecimalDigits grace(waiter.grace.count());
     const std::string_view args[] = {writer_ ? "w" : "r", waiter.value, ttl.view(),
-                                     ticket_ttl.view()};
+                                     ticket_ttl.view(),   grace.view(), waiting_.channel};
     // Both arms are views: a std::string arm would make a temporary the view outlives.
     const std::string_view fence = fenced() ? std::string_view(*keys_.fence) : std::string_view();
     const std::string_view keys[] = {keys_.writer,   keys_.readers,    keys_.intent,
@@ -120,6 +121,16 @@ class RwTurn final : public TurnContract {
                         {keys_.writer, keys_.readers, &kind(), ttl_, fenced()});
   }
 
+  std::optional<Request> keep_place_request(
+      const Waiter& waiter, std::chrono::system_clock::time_point until) const override {
+    static const Script script{std::string(lua::rw_keep_place)};
+    const DecimalDigits at = place_until_ms(until);
+    const std::string queued = member(waiter);
+    const std::string_view keys[] = {keys_.writer, keys_.readers, waiting_.tickets};
+    const std::string_view args[] = {queued, at.view()};
+    return Request::script(script, keys, args).retry_safe();
+  }
+
   Request release_request(const Waiter& waiter) const override {
     const LeaseState state(keys_.writer, waiter.id, ttl_, Clock::time_point{}, &kind(),
                            keys_.readers, waiter.value);
@@ -127,14 +138,17 @@ class RwTurn final : public TurnContract {
   }
 
   std::optional<Request> leave_request(const Waiter& waiter) const override {
-    const std::string member = std::string(writer_ ? "w:" : "r:") + waiter.value;
+    const std::string queued = member(waiter);
     const std::string_view keys[] = {keys_.writer, keys_.readers, keys_.intent, waiting_.queue,
                                      waiting_.tickets};
-    const std::string_view args[] = {member, waiting_.channel};
+    const std::string_view args[] = {queued, waiting_.channel};
     return Request::script(rw_leave_queue_script(), keys, args).retry_safe();
   }
 
  private:
+  std::string member(const Waiter& waiter) const {
+    return std::string(writer_ ? "w:" : "r:") + waiter.value;
+  }
   // Readers are never fenced.
   bool fenced() const noexcept { return writer_ && keys_.fence.has_value(); }
   const LeaseKind& kind() const noexcept { return writer_ ? kRwWriterLease : kRwReaderLease; }

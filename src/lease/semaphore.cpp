@@ -67,8 +67,9 @@ class PermitTurn final : public TurnContract {
     const DecimalDigits ttl(ttl_.count());
     const DecimalDigits ticket_ttl(waiter.ticket_ttl.count());
     const DecimalDigits permits(permits_);
-    const std::string_view args[] = {waiter.value, ttl.view(), ticket_ttl.view(), permits.view(),
-                                     waiting_.channel};
+    const DecimalDigits grace(waiter.grace.count());
+    const std::string_view args[] = {waiter.value,   ttl.view(),       ticket_ttl.view(),
+                                     permits.view(), waiting_.channel, grace.view()};
     const std::string_view keys[] = {keys_.holders, waiting_.queue, waiting_.tickets, keys_.count,
                                      keys_.fence ? std::string_view(*keys_.fence) : ""};
     return Request::script(permit_in_turn_script(), std::span(keys, keys_.fence ? 5 : 4), args)
@@ -78,14 +79,18 @@ class PermitTurn final : public TurnContract {
 
   Result<TurnOutcome> parse_try(const Reply& reply, const Timing& timing,
                                 const Waiter& waiter) const override {
-    Result<TurnOutcome> outcome =
-        turn_outcome(reply, timing, waiter,
-                     {keys_.holders, keys_.count, &kPermitLease, ttl_, keys_.fence.has_value()});
-    // A permit's blocker is its own (the lease whose end lets it in): each permit waiter tries
-    // at its blocker's end, as the head of a lock's queue does.
-    if (outcome && !outcome->state)
-      outcome->seen.position = 1;
-    return outcome;
+    return turn_outcome(reply, timing, waiter,
+                        {keys_.holders, keys_.count, &kPermitLease, ttl_, keys_.fence.has_value()});
+  }
+
+  std::optional<Request> keep_place_request(
+      const Waiter& waiter, std::chrono::system_clock::time_point until) const override {
+    static const Script script{std::string(lua::permit_keep_place)};
+    const DecimalDigits at = place_until_ms(until);
+    const DecimalDigits permits(permits_);
+    const std::string_view keys[] = {keys_.holders, waiting_.tickets};
+    const std::string_view args[] = {waiter.value, at.view(), permits.view()};
+    return Request::script(script, keys, args).retry_safe();
   }
 
   Request release_request(const Waiter& waiter) const override {

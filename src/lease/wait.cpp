@@ -32,6 +32,10 @@ class TurnTry {
 
   // The waiter as the queue and the lease store it.
   const std::string& value() const noexcept { return waiter_.value; }
+  // Renews the waiter's place without a try; nothing without a queue.
+  std::optional<Request> keep_place() const {
+    return turn_->keep_place_request(waiter_, server_clock_now() + waiter_.ticket_ttl);
+  }
   // Gives the waiter's place up (a wait that ended without the lease); nothing without a queue.
   std::optional<Request> leave() const { return turn_->leave_request(waiter_); }
 
@@ -48,6 +52,23 @@ struct LeaveTurn {
   Request leave;
   const Request& request() const { return leave; }
   Result<bool> parse(const Reply& reply, const Timing&) const { return one_or_zero(reply); }
+};
+
+// A waiter's place renewed without a try (TurnContract::keep_place_request()): whether the
+// waiter should try now (it is no longer queued, or the lease is free for the waiters ahead).
+struct KeepPlace {
+  using result_type = bool;
+  using effect = Write<TurnTag>;
+  Request keep;
+  const Request& request() const { return keep; }
+  Result<bool> parse(const Reply& reply, const Timing&) const {
+    if (reply.is_error())
+      return error_result<bool>(reply);
+    if (reply.type != Reply::Type::integer || reply.integer < 0 || reply.integer > 2)
+      return Result<bool>(make_error_code(errc::unexpected_reply),
+                          "an unexpected reply to a renewal of a place: " + to_string(reply));
+    return reply.integer != 2;
+  }
 };
 
 // Whether a release's message (the ids whose turn it is, space-separated) names `id`.
@@ -92,6 +113,7 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
 
   const WaitTicket& ticket() {
     ticket_.ttl = wait_.options.ticket_ttl;
+    ticket_.grace = wait_.options.grace;
     if (!wait_.holder_label.empty())
       ticket_.holder = holder_suffix(wait_.holder_label);
     return ticket_;
@@ -113,6 +135,44 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
         query_, connection_now(*transport_), std::move(on_outcome)));
   }
 
+  // The look the timer asks for: a try, or, for a waiter told of releases that is neither the
+  // head nor the one behind it (whose turn comes only with a release that names it), the
+  // renewal of its place alone.
+  void look() {
+    if (finished_)
+      return;
+    std::optional<Request> keep;
+    if (watched_ && position_ > 2 && !last_try_)
+      keep = query_.keep_place();
+    if (!keep || in_flight_) {
+      try_now();
+      return;
+    }
+    in_flight_ = true;
+    auto on_kept = [self = shared_from_this()](Result<bool> queued) {
+      self->on_kept(std::move(queued));
+    };
+    transport_->submit(std::make_unique<QueryOperation<KeepPlace, decltype(on_kept)>>(
+        KeepPlace{std::move(*keep)}, connection_now(*transport_), std::move(on_kept)));
+  }
+
+  void on_kept(Result<bool> should_try) {
+    in_flight_ = false;
+    if (finished_)
+      return;
+    if (again_ || (should_try && *should_try)) {  // told meanwhile, out of the queue, or free
+      try_now();
+      return;
+    }
+    const Clock::time_point now = Clock::now();
+    if (!should_try && (should_try.error() != condition::transient || now >= wait_.deadline)) {
+      finish(should_try.error(), should_try.detail(), nullptr);
+      return;
+    }
+    arm(std::min(now + (should_try ? wait_.options.recheck : wait_.options.recheck_unwatched),
+                 wait_.deadline));
+  }
+
   void on_turn(Result<TurnOutcome> turn) {
     in_flight_ = false;
     if (finished_) {  // cancelled meanwhile: a lease it got anyway is given back
@@ -128,13 +188,15 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
         finish(turn.error(), turn.detail(), nullptr);
         return;
       }
-      arm(std::min(now + (queued() ? wait_.options.recheck : wait_.options.poll), wait_.deadline));
+      arm(std::min(now + (queued() ? wait_.options.recheck_unwatched : wait_.options.poll),
+                   wait_.deadline));
       return;
     }
     if (turn->state) {
       finish({}, {}, std::move(turn->state));
       return;
     }
+    position_ = turn->seen.position;
     if (queued())  // a waiter without a queue has no place in one
       tell(observer_.get(), &Observer::on_wait, WaitEvent{key(), turn->seen.position});
     if (last_try_ || now >= wait_.deadline) {
@@ -151,9 +213,9 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
       try_now();
       return;
     }
-    const Clock::time_point at =
-        next_turn_try(turn->seen, now, wait_.options.recheck, wait_.deadline);
-    arm(at);
+    arm(next_turn_try(turn->seen, now,
+                      watched_ ? wait_.options.recheck : wait_.options.recheck_unwatched,
+                      wait_.deadline));
   }
 
   void watch() {
@@ -168,6 +230,14 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
   void on_event(ChannelEvent event, std::string_view payload) {
     if (finished_)
       return;
+    if (event != ChannelEvent::message)
+      watched_ = event == ChannelEvent::subscribed;
+    if (event == ChannelEvent::unavailable &&
+        timer_armed_for_ > Clock::now() + wait_.options.recheck_unwatched) {
+      // Nobody tells this waiter of a release any more: it looks again as an unwatched one does.
+      arm(std::min(Clock::now() + wait_.options.recheck_unwatched, wait_.deadline));
+      return;
+    }
     // Subscribed: a release may have come between the refused try and the subscription.
     if (event == ChannelEvent::subscribed ||
         (event == ChannelEvent::message && names(payload, ticket_value_))) {
@@ -179,13 +249,15 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
 
   void arm(Clock::time_point at) {
     const std::uint64_t generation = ++timer_generation_;
+    timer_armed_for_ = at;
     timer_.expires_at(at);
     timer_.async_wait([self = shared_from_this(), generation](std::error_code) {
       if (generation != self->timer_generation_ || self->finished_)
         return;
+      self->timer_armed_for_ = Clock::time_point::max();
       if (Clock::now() >= self->wait_.deadline)
         self->last_try_ = true;
-      self->try_now();
+      self->look();
     });
   }
 
@@ -235,7 +307,10 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
   std::string ticket_value_;
   BasicTimer<ConnectionStrand> timer_;
   std::uint64_t timer_generation_ = 0;
+  Clock::time_point timer_armed_for_ = Clock::time_point::max();  // max(): not armed
   std::optional<std::uint64_t> watch_;
+  bool watched_ = false;      // subscribed: a release that names this waiter reaches it
+  std::size_t position_ = 0;  // its place at its last try
   bool in_flight_ = false;
   bool again_ = false;
   bool last_try_ = false;
@@ -246,15 +321,23 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
 }  // namespace
 
 void validate(const WaitOptions& options) {
-  if (options.ticket_ttl <= std::chrono::milliseconds::zero())
-    throw Error(make_error_code(errc::invalid_argument), "the ticket TTL must be positive");
-  if (options.recheck <= std::chrono::milliseconds::zero() || options.recheck >= options.ticket_ttl)
-    throw Error(make_error_code(errc::invalid_argument),
-                "the recheck interval must be positive and shorter than the ticket TTL (" +
+  const auto invalid = [](const std::string& what) {
+    return Error(make_error_code(errc::invalid_argument), what);
+  };
+  constexpr auto zero = std::chrono::milliseconds::zero();
+  if (options.ticket_ttl <= zero)
+    throw invalid("the ticket TTL must be positive");
+  for (const auto& [interval, name] : {std::pair{options.recheck, "recheck"},
+                                       std::pair{options.recheck_unwatched, "recheck_unwatched"}})
+    if (interval <= zero || interval >= options.ticket_ttl)
+      throw invalid(std::string("the ") + name +
+                    " interval must be positive and shorter than the ticket TTL (" +
                     std::to_string(options.ticket_ttl.count()) +
-                    " ms): each try renews the waiter's place");
-  if (options.poll <= std::chrono::milliseconds::zero())
-    throw Error(make_error_code(errc::invalid_argument), "the poll interval must be positive");
+                    " ms): each look renews the waiter's place");
+  if (options.grace <= zero)
+    throw invalid("the grace must be positive");
+  if (options.poll <= zero)
+    throw invalid("the poll interval must be positive");
 }
 
 void check_not_io_thread(const Client& client, const char* what) {

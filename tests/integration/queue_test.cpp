@@ -3,6 +3,7 @@
 // lock whoever waits, and leaving the queue lets the next one move up.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,42 @@ TEST_F(QueueTest, AWaiterThatStopsAskingLosesItsPlaceWhenItsTicketRunsOut) {
       << "a dead head kept its place past its ticket";
 }
 
+// A head told of a release that does not take the lock (it died, or it is stalled): the waiter
+// behind it, told too, cuts the head's ticket to its grace, and takes the lock once the grace is
+// over, whatever the head's ticket said. A head that lives queues again, at the back.
+TEST_F(QueueTest, AHeadThatDoesNotTakeAFreeLockLosesItsTurnAfterTheGrace) {
+  const WaitTicket stalled{LeaseId::generate(), 20s};
+  WaitTicket next;
+  next.grace = 200ms;
+  auto holder = redis_.process(locks_.try_lock(name_));
+  ASSERT_TRUE(holder);
+  EXPECT_EQ(try_in_turn(stalled).position, 1u);
+  EXPECT_GT(try_in_turn(next).head_ticket_ttl, 10s);
+  ASSERT_TRUE(redis_.process(holder->release()));
+  const Clock::time_point told_at = Clock::now();
+  const auto behind = try_in_turn(next);
+  EXPECT_FALSE(behind.token) << "the head has its grace";
+  EXPECT_EQ(behind.position, 2u);
+  EXPECT_EQ(behind.holder_ttl, 0ms) << "the lock is free";
+  EXPECT_GT(behind.head_ticket_ttl, 0ms);
+  EXPECT_LE(behind.head_ticket_ttl, 200ms);
+  std::optional<LockToken<Lock<std::string>>> got;
+  EXPECT_TRUE(eventually(
+      [&] {
+        got = try_in_turn(next).token;
+        return got.has_value();
+      },
+      3s, 20ms));
+  EXPECT_GE(Clock::now() - told_at, 190ms) << "the head's grace was cut short";
+  EXPECT_LT(Clock::now() - told_at, 200ms + 500ms);
+  const auto again = try_in_turn(stalled);
+  EXPECT_FALSE(again.token);
+  EXPECT_EQ(again.position, 1u) << "queued again, behind no one but the holder";
+  ASSERT_TRUE(got);
+  EXPECT_TRUE(redis_.process(got->release()));
+  EXPECT_TRUE(redis_.process(leave_queue(locks_, name_, stalled)));
+}
+
 TEST_F(QueueTest, TryLockTakesAFreeLockWhoeverWaitsAndLeavingTheQueueLetsTheNextMoveUp) {
   const WaitTicket first;
   const WaitTicket second;
@@ -140,7 +177,12 @@ TEST_F(QueueTest, AWaiterMarksTheHeldKeyWithTheHeadAndTheHolderStillOwnsIt) {
   EXPECT_EQ(server_->command({"GET", key}).str, held + ":" + first.value());
   EXPECT_GT(server_->command({"PTTL", key}).integer, 9000) << "marking keeps the lease's TTL";
   EXPECT_FALSE(try_in_turn(second).token);
-  EXPECT_EQ(server_->command({"GET", key}).str, held + ":" + first.value()) << "still the head";
+  EXPECT_EQ(server_->command({"GET", key}).str, held + ":" + first.value() + " " + second.value())
+      << "the head, then the one behind it";
+  const WaitTicket third;
+  EXPECT_FALSE(try_in_turn(third).token);
+  EXPECT_EQ(server_->command({"GET", key}).str, held + ":" + first.value() + " " + second.value())
+      << "the first two only";
 
   EXPECT_TRUE(redis_.process(take)) << "a retry of the acquire finds its own, marked lease";
   EXPECT_TRUE(redis_.process(holder->extend())) << "the holder extends a marked key";
@@ -152,19 +194,23 @@ TEST_F(QueueTest, AWaiterMarksTheHeldKeyWithTheHeadAndTheHolderStillOwnsIt) {
         << "only the holder's id releases a marked key, not " << id;
 
   EXPECT_TRUE(redis_.process(leave_queue(locks_, name_, first)));
-  EXPECT_EQ(server_->command({"GET", key}).str, held + ":" + second.value())
-      << "the head left: the key names the new head";
+  EXPECT_EQ(server_->command({"GET", key}).str, held + ":" + second.value() + " " + third.value())
+      << "the head left: the key names the new first two";
+  EXPECT_TRUE(redis_.process(leave_queue(locks_, name_, third)));
   EXPECT_TRUE(redis_.process(leave_queue(locks_, name_, second)));
   EXPECT_EQ(server_->command({"GET", key}).str, held) << "nobody waits: the bare id again";
 
   EXPECT_FALSE(try_in_turn(first).token);
   EXPECT_FALSE(try_in_turn(second).token);
+  EXPECT_FALSE(try_in_turn(third).token);
   ASSERT_TRUE(redis_.process(holder->release()));
   EXPECT_FALSE(redis_.process(holder->release())) << "released once";
   const auto turn = try_in_turn(first);
   ASSERT_TRUE(turn.token);
-  EXPECT_EQ(server_->command({"GET", key}).str, first.value() + ":" + second.value())
-      << "granted to the head while another waits: marked with the next one";
+  EXPECT_EQ(server_->command({"GET", key}).str,
+            first.value() + ":" + second.value() + " " + third.value())
+      << "granted to the head while others wait: marked with the next two";
+  EXPECT_TRUE(redis_.process(leave_queue(locks_, name_, third)));
   EXPECT_TRUE(redis_.process(turn.token->release()));
   const auto last = try_in_turn(second);
   ASSERT_TRUE(last.token);

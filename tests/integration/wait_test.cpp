@@ -226,7 +226,7 @@ TEST_F(WaitTest, AWaiterThatLacksTheRightToSubscribeStillGetsTheLockAtTheRecheck
   std::optional<LockToken<Lock<std::string>>> got;
   Clock::time_point got_at;
   std::thread waiter([&] {
-    got = lock_for(limited, locks_, name_, 10s, {.recheck = 300ms, .ticket_ttl = 2000ms});
+    got = lock_for(limited, locks_, name_, 10s, {.recheck_unwatched = 300ms});
     got_at = Clock::now();
   });
   ASSERT_TRUE(eventually([&] { return queued(*server_, key_) == 1; }));
@@ -455,6 +455,10 @@ class GatedTurn final : public detail::TurnContract {
   }
   Request release_request(const detail::Waiter& waiter) const override {
     return detail::lock_release_request(key_, waiter.value);
+  }
+  std::optional<Request> keep_place_request(const detail::Waiter&,
+                                            std::chrono::system_clock::time_point) const override {
+    return std::nullopt;
   }
   std::optional<Request> leave_request(const detail::Waiter&) const override {
     return std::nullopt;

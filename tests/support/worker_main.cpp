@@ -7,6 +7,11 @@
 // leasehold-test-worker cron URL NAME INTERVAL_MS LEASE_MS DURATION_MS OUTFILE
 //   Runs NAME as a once-per-interval cron job (AtLeast) for DURATION_MS; each run appends its
 //   CLOCK_MONOTONIC start time in nanoseconds to OUTFILE (comparable across processes).
+// leasehold-test-worker wait read|write|permit URL NAME
+//   Waits in turn for a reader's or the writer's lease of RwLock<std::string>{"worker", 30s},
+//   or for a permit of Semaphore<std::string>{"worker", 1, 30s}, on NAME, for as long as it
+//   takes; then prints "granted" and holds it until killed. A test kills it while it waits: a
+//   waiter that died in the queue.
 #include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,9 +52,37 @@ int run_cron(char** argv) {
   return 0;
 }
 
+int run_wait(char** argv) {
+  leasehold::Client redis(argv[3]);
+  const std::string kind = argv[2];
+  const std::string name = argv[4];
+  const auto forever = leasehold::Clock::time_point::max();
+  bool granted = false;
+  if (kind == "permit") {
+    const leasehold::Semaphore<std::string> permits{"worker", 1, std::chrono::seconds(30)};
+    granted = leasehold::wait_until(redis, permits.in_turn(name), forever).has_value();
+  } else {
+    const leasehold::RwLock<std::string> locks{"worker", std::chrono::seconds(30)};
+    granted = kind == "read"
+                  ? leasehold::wait_until(redis, locks.read_in_turn(name), forever).has_value()
+                  : leasehold::wait_until(redis, locks.write_in_turn(name), forever).has_value();
+  }
+  std::cout << (granted ? "granted" : "refused") << std::endl;
+  for (;;)
+    ::pause();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 5 && std::string(argv[1]) == "wait") {
+    try {
+      return run_wait(argv);
+    } catch (const std::exception& e) {
+      std::cerr << "leasehold-test-worker: " << e.what() << "\n";
+      return 1;
+    }
+  }
   if (argc == 8 && std::string(argv[1]) == "cron") {
     try {
       return run_cron(argv);
@@ -61,7 +94,8 @@ int main(int argc, char** argv) {
   if (argc != 4) {
     std::cerr << "usage: leasehold-test-worker URL NAME ITERATIONS\n"
                  "       leasehold-test-worker cron URL NAME INTERVAL_MS LEASE_MS DURATION_MS "
-                 "OUTFILE\n";
+                 "OUTFILE\n"
+                 "       leasehold-test-worker wait read|write|permit URL NAME\n";
     return 64;
   }
   try {

@@ -1,5 +1,5 @@
-// When a refused waiter tries again: the head at the holder's expiry, the one behind it at the
-// head's ticket expiry, everyone at least every recheck, no one after the deadline.
+// When a refused waiter tries again: the head at the holder's expiry, the one behind it then too
+// and at the head's ticket expiry, everyone at least every recheck, no one after the deadline.
 #include <gtest/gtest.h>
 
 #include "wait_schedule.hpp"
@@ -21,9 +21,25 @@ TEST(WaitSchedule, TheHeadTriesJustAfterTheHoldersLeaseRunsOut) {
 
 TEST(WaitSchedule, TheSecondTriesWhenTheHeadsTicketRunsOut) {
   EXPECT_EQ(next_turn_try({5000ms, 2, 400ms}, t0, 1000ms, never), t0 + 401ms);
+  // The grace a head that was told has to take a free lock.
+  EXPECT_EQ(next_turn_try({0ms, 2, 300ms}, t0, 30000ms, never), t0 + 301ms);
   // A free lock the head has not taken: the head may be dead.
   EXPECT_EQ(next_turn_try({0ms, 2, 1500ms}, t0, 1000ms, never), t0 + 1000ms);
   EXPECT_EQ(next_turn_try({0ms, 2, 20ms}, t0, 1000ms, never), t0 + 21ms);
+}
+
+// A holder that crashed tells no one, and the head may have died with it: the second looks then
+// too, to give the head its grace.
+TEST(WaitSchedule, TheSecondAlsoTriesWhenTheHoldersLeaseRunsOut) {
+  EXPECT_EQ(next_turn_try({300ms, 2, 60000ms}, t0, 30000ms, never), t0 + 301ms);
+  EXPECT_EQ(next_turn_try({300ms, 2, 100ms}, t0, 30000ms, never), t0 + 101ms);
+  EXPECT_EQ(next_turn_try({-1ms, 2, 60000ms}, t0, 30000ms, never), t0 + 30000ms);
+}
+
+// Found the lock free and the waiters ahead yet to take it: their grace, then a try.
+TEST(WaitSchedule, AnyoneWhoFoundTheLeaseFreeAheadTriesWhenTheHeadsGraceEnds) {
+  EXPECT_EQ(next_turn_try({0ms, 5, 300ms}, t0, 30000ms, never), t0 + 301ms);
+  EXPECT_EQ(next_turn_try({0ms, 5, 60000ms}, t0, 30000ms, never), t0 + 30000ms);
 }
 
 TEST(WaitSchedule, OthersTryAtTheRecheckAndNoOneAfterTheDeadline) {

@@ -30,6 +30,8 @@ class LockTurn final : public TurnContract {
   Request try_request(const Waiter& waiter) const override;
   Result<TurnOutcome> parse_try(const Reply& reply, const Timing& timing,
                                 const Waiter& waiter) const override;
+  std::optional<Request> keep_place_request(
+      const Waiter& waiter, std::chrono::system_clock::time_point until) const override;
   Request release_request(const Waiter& waiter) const override;
   std::optional<Request> leave_request(const Waiter& waiter) const override;
 

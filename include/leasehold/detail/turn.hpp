@@ -9,9 +9,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "leasehold/detail/lease_state.hpp"
+#include "leasehold/detail/request.hpp"
 #include "leasehold/lease.hpp"
 #include "leasehold/query.hpp"
 #include "leasehold/request.hpp"
@@ -37,10 +39,12 @@ struct TurnOutcome {
 };
 
 // One waiter, from its WaitTicket (queue.hpp): the id its lease gets, how long its place is kept
-// without a renewal, and its value as the queue and its lease store it (the id and its holder).
+// without a renewal, the grace it gives a head ahead of it, and its value as the queue and its
+// lease store it (the id and its holder).
 struct Waiter {
   LeaseId id;
   std::chrono::milliseconds ticket_ttl;
+  std::chrono::milliseconds grace;
   std::string value;
 };
 
@@ -60,11 +64,21 @@ class TurnContract {
   virtual Request try_request(const Waiter& waiter) const = 0;
   virtual Result<TurnOutcome> parse_try(const Reply& reply, const Timing& timing,
                                         const Waiter& waiter) const = 0;
+  // Renews the waiter's place until `until` (the servers' clock, clock.hpp) without a try: a
+  // script whose reply is 0 if the waiter is not queued (its next try queues it again), 1 if it
+  // is and the lease is free for the waiters ahead (its try then gives them their grace), 2 if
+  // it is and the lease is held. Nothing for a kind without a queue.
+  virtual std::optional<Request> keep_place_request(
+      const Waiter& waiter, std::chrono::system_clock::time_point until) const = 0;
   // Sent when a try's outcome stays unknown: gives back the lease it may have taken.
   virtual Request release_request(const Waiter& waiter) const = 0;
   // Gives the waiter's place up; nothing for a kind without a queue.
   virtual std::optional<Request> leave_request(const Waiter& waiter) const = 0;
 };
+
+// The server ms a place renewed until `until` (the servers' clock) runs out at, as a script
+// argument (every queued kind's keep_place_request()).
+DecimalDigits place_until_ms(std::chrono::system_clock::time_point until);
 
 // A try in turn's reply {1, fence} or {0, blocker ms, place, head ticket ms} as its fields;
 // an error reply as its error, anything else as errc::unexpected_reply.

@@ -1,13 +1,15 @@
 -- A Lock's try in turn (queue.hpp).
 -- KEYS[1] the lock key, KEYS[2] its queue, KEYS[3] its tickets, KEYS[4] its fence counter
 -- (fenced locks only). ARGV[1] the waiter's value (its lease's), ARGV[2] the lock's TTL in ms,
--- ARGV[3] the ticket's TTL in ms.
+-- ARGV[3] the ticket's TTL in ms, ARGV[4] the grace in ms a head gets to take a free lock.
 -- Reply: {1, fence} if this waiter holds the lock now (granted now, or already: a retry; fence 0
 -- when not fenced), else {0, the holder's PTTL (0: free, another waiter is ahead), this waiter's
 -- place (1: the head), the head's ticket ms left (0: this waiter is the head)}.
 -- Waiters whose ticket ran out leave the queue. With no queue, a free lock is granted without
--- one. A held key, and a key granted to the head while others wait, is marked with the value at
--- the head (lock_holder.lua), so that its release tells that waiter.
+-- one. A held key, and a key granted to the head while others wait, is marked with the two
+-- values at the head (lock_holder.lua), so that its release tells them. A waiter that finds the
+-- lock free and the head yet to take it cuts the head's ticket to the grace: a head that died
+-- then leaves the queue at the next try, a grace after the first waiter behind it looked.
 --! include take_place.lua
 --! include lock_holder.lua
 local fenced = KEYS[4] ~= nil
@@ -31,19 +33,25 @@ take_place(KEYS[2], KEYS[3], ARGV[1], now, ticket)
 local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
 local holder = redis.call('PTTL', KEYS[1])
 if head == ARGV[1] and holder == -2 then
-  local second = redis.call('ZRANGE', KEYS[2], 1, 1)[1]
   local granted_value = ARGV[1]
-  if second then granted_value = ARGV[1] .. ':' .. second end
+  local waiting = next_two(KEYS[2], 1)
+  if waiting then granted_value = ARGV[1] .. ':' .. waiting end
   redis.call('SET', KEYS[1], granted_value, 'PX', ARGV[2])
   if fenced then redis.call('INCR', KEYS[4]) end
   return granted()
 end
-if value then mark_head(KEYS[1], value, head) end
+if value then mark_head(KEYS[1], value, KEYS[2]) end
 redis.call('PEXPIRE', KEYS[2], 2 * ticket)
 redis.call('PEXPIRE', KEYS[3], 2 * ticket)
 if holder == -2 then holder = 0 end
+local place = redis.call('ZRANK', KEYS[2], ARGV[1]) + 1
 local head_ticket = 0
 if head ~= ARGV[1] then
   head_ticket = tonumber(redis.call('ZSCORE', KEYS[3], head)) - now
+  local grace = tonumber(ARGV[4])
+  if holder == 0 and head_ticket > grace then
+    redis.call('ZADD', KEYS[3], 'XX', now + grace, head)
+    head_ticket = grace
+  end
 end
-return {0, holder, redis.call('ZRANK', KEYS[2], ARGV[1]) + 1, head_ticket}
+return {0, holder, place, head_ticket}

@@ -2,19 +2,19 @@
 -- KEYS[1] the queue, KEYS[2] the tickets, KEYS[3] the lock key. ARGV[1] the waiter's value,
 -- ARGV[2] the lock's release channel.
 -- Reply: 1 if the waiter was queued (it is not now), else 0.
--- A head that leaves a free lock tells the waiter behind it; one that leaves a held lock marks
--- its key with the new head (or unmarks it when nobody is left).
+-- A head that leaves a free lock tells the waiters behind it; a waiter among the first two that
+-- leaves a held lock marks its key with the new first two (or unmarks it when nobody is left).
 --! include notify_head.lua
 --! include lock_holder.lua
-local head = redis.call('ZRANGE', KEYS[1], 0, 0)[1] == ARGV[1]
+local rank = redis.call('ZRANK', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 local left = redis.call('ZREM', KEYS[1], ARGV[1])
-if head then
+if rank and rank < 2 then
   local value = redis.pcall('GET', KEYS[3])
   if not value then
-    notify_head(KEYS[1], KEYS[2], ARGV[2])
+    if rank == 0 then notify_head(KEYS[1], KEYS[2], ARGV[2]) end
   elseif type(value) == 'string' then
-    mark_head(KEYS[3], value, redis.call('ZRANGE', KEYS[1], 0, 0)[1])
+    mark_head(KEYS[3], value, KEYS[1])
   end
 end
 return left

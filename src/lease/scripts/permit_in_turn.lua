@@ -2,14 +2,19 @@
 -- KEYS[1] the holders' set, KEYS[2] the queue, KEYS[3] the tickets, KEYS[4] the count key,
 -- KEYS[5] the fence counter (fenced semaphores only). ARGV[1] the waiter's value, ARGV[2] the
 -- permit's TTL in ms, ARGV[3] the ticket's TTL in ms, ARGV[4] the count of permits, ARGV[5] the
--- semaphore's release channel.
+-- semaphore's release channel, ARGV[6] the grace in ms a waiter gets to take a free permit.
 -- Reply: {1, fence (1 when not fenced)} if this waiter holds a permit now (granted now, or
--- already: a retry), else {0, ms until the lease whose end lets this waiter in ends (its own
--- blocker: a crashed holder tells no one), this waiter's place among those waiting for a permit
--- (1: the next to get one), the head's ticket ms left (0: this waiter is the head)}.
+-- already: a retry), else {0, ms until the lease whose end lets this waiter in ends (a crashed
+-- holder tells no one; 0: a permit is free, but waiters ahead have yet to take theirs), this
+-- waiter's place (1: the next to get a permit; behind waiters that have a free permit to take,
+-- 2 for the first), the ticket ms left of the waiter ahead that may end first (0: this waiter
+-- is the head)}.
 -- The first (permits - holders) waiters of the queue get a permit; a grant that leaves a permit
--- free tells the next head, so one release's message reaches as many waiters as there are free
--- permits. With no queue, a free permit is granted without one.
+-- free tells the next ones, so one release's message reaches as many waiters as there are free
+-- permits. A waiter behind those that have a free permit to take cuts their tickets to the
+-- grace: a waiter that died leaves the queue at the next try, a grace after the first waiter
+-- behind it looked.
+-- With no queue, a free permit is granted without one.
 --! include permit_prelude.lua
 --! include take_place.lua
 local fenced = KEYS[5] ~= nil
@@ -46,6 +51,19 @@ if rank < free then
 end
 redis.call('PEXPIRE', KEYS[2], 2 * ticket)
 redis.call('PEXPIRE', KEYS[3], 2 * ticket)
+if free > 0 then
+  local grace = tonumber(ARGV[6])
+  local soonest = nil
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, free - 1)) do
+    local left = tonumber(redis.call('ZSCORE', KEYS[3], id)) - now
+    if left > grace then
+      redis.call('ZADD', KEYS[3], 'XX', now + grace, id)
+      left = grace
+    end
+    if not soonest or left < soonest then soonest = left end
+  end
+  return {0, 0, rank - free + 2, soonest}
+end
 -- The lease whose end lets this waiter in: the (holders - permits + rank)-th to end.
 local index = redis.call('ZCARD', KEYS[1]) - permits + rank
 local blocker = 0
@@ -58,6 +76,4 @@ local head_ticket = 0
 if head ~= ARGV[1] then
   head_ticket = tonumber(redis.call('ZSCORE', KEYS[3], head)) - now
 end
-local place = rank + 1
-if free > 0 then place = rank - free + 1 end
-return {0, blocker, place, head_ticket}
+return {0, blocker, rank + 1, head_ticket}

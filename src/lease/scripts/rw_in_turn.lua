@@ -2,19 +2,24 @@
 -- KEYS[1] the writer key, KEYS[2] the readers' set, KEYS[3] the intent key, KEYS[4] the queue,
 -- KEYS[5] the tickets, KEYS[6] the fence counter (fenced writers only). ARGV[1] the kind ('r' or
 -- 'w'), ARGV[2] the waiter's value, ARGV[3] the lease's TTL in ms, ARGV[4] the ticket's TTL in
--- ms.
+-- ms, ARGV[5] the grace in ms a head gets to take its turn, ARGV[6] the lock's release channel.
 -- Reply: {1, fence (1 when not fenced)} if this waiter holds the lease now (granted now, or
 -- already: a retry), else {0, ms until the blocker may be gone (the writer's lease, the readers'
 -- for a writer, a writer's intent for a reader; 0: free but others go first), this waiter's
--- place (1: it goes next), the head's ticket ms left (0: this waiter is the head)}.
+-- place in the queue (1: the head), the head's ticket ms left (0: this waiter is the head)}.
 -- Queue members are "<kind>:<value>"; a writer goes at the head of the queue, a reader when no
 -- writer is queued ahead of it. A writer at the head that must wait for readers sets its intent
--- (PX the ticket's TTL), which keeps readers that do not queue out. With no queue, a free lock is
--- granted without one.
+-- (PX the ticket's TTL), which keeps readers that do not queue out; a writer whose ticket runs
+-- out takes its intent with it. With no queue, a free lock is granted without one.
+-- The first reader to take a lock without readers tells the readers queued behind it (their turn
+-- came with it: a writer that crashed told no one). A waiter that finds the head's turn free and
+-- the head yet to take it cuts the head's ticket to the grace: a head that died then leaves the
+-- queue at the next try, a grace after the first waiter behind it looked.
 --! include rw_arguments.lua
-if #ARGV ~= 4 then return wrong_arguments(4) end
+if #ARGV ~= 6 then return wrong_arguments(6) end
 --! include rw_prelude.lua
 --! include take_place.lua
+--! include rw_notify_turns.lua
 local writer = ARGV[1] == 'w'
 local member = ARGV[1] .. ':' .. ARGV[2]
 local fenced = KEYS[6] ~= nil
@@ -30,9 +35,15 @@ local function grant()
     if fenced then return granted(redis.call('INCR', KEYS[6])) end
     return granted(1)
   end
+  local first_reader = redis.call('EXISTS', KEYS[2]) == 0
   redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[2])
   keep_readers_expiry()
-  return granted(1)
+  local result = granted(1)
+  if first_reader then
+    local next = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
+    if next and string.sub(next, 1, 1) == 'r' then notify_turns(KEYS[4], KEYS[5], ARGV[6]) end
+  end
+  return result
 end
 if writer and redis.call('GET', KEYS[1]) == ARGV[2] then
   if fenced then return granted(tonumber(redis.call('GET', KEYS[6]) or '0')) end
@@ -44,9 +55,23 @@ local function free()
   if writer then return redis.call('EXISTS', KEYS[2]) == 0 end
   return redis.call('EXISTS', KEYS[3]) == 0
 end
+-- Whether the head of the queue (`head`, a member) could take its lease now.
+local function head_free(head)
+  if redis.call('EXISTS', KEYS[1]) == 1 then return false end
+  if string.sub(head, 1, 1) == 'w' then return redis.call('EXISTS', KEYS[2]) == 0 end
+  local intent = redis.call('GET', KEYS[3])
+  return not intent or 'w:' .. intent == head
+end
 if redis.call('EXISTS', KEYS[4]) == 0 and free() then return grant() end
 local ticket = tonumber(ARGV[4])
-take_place(KEYS[4], KEYS[5], member, now, ticket)
+local left = take_place(KEYS[4], KEYS[5], member, now, ticket)
+if #left > 0 then
+  -- A writer whose ticket ran out takes its intent with it.
+  local intent = redis.call('GET', KEYS[3])
+  for _, m in ipairs(left) do
+    if intent and m == 'w:' .. intent then redis.call('DEL', KEYS[3]) end
+  end
+end
 local rank = redis.call('ZRANK', KEYS[4], member)
 local turn = rank == 0
 if not writer then
@@ -70,7 +95,10 @@ local head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
 local head_ticket = 0
 if head ~= member then
   head_ticket = tonumber(redis.call('ZSCORE', KEYS[5], head)) - now
+  local grace = tonumber(ARGV[5])
+  if head_ticket > grace and head_free(head) then
+    redis.call('ZADD', KEYS[5], 'XX', now + grace, head)
+    head_ticket = grace
+  end
 end
-local place = rank + 1
-if turn then place = 1 end
-return {0, blocker, place, head_ticket}
+return {0, blocker, rank + 1, head_ticket}

@@ -1,6 +1,7 @@
 -- Fragment. take_place(queue, tickets, member, now, ticket) drops the waiters whose ticket ran
 -- out (at `now`, server ms), queues `member` at the back if it is not queued yet, and gives it a
--- ticket until now + ticket. Part of every script that waits in turn.
+-- ticket until now + ticket; returns the members that left. Part of every script that waits in
+-- turn.
 local function take_place(queue, tickets, member, now, ticket)
   local dead = redis.call('ZRANGEBYSCORE', tickets, '-inf', now)
   for _, id in ipairs(dead) do redis.call('ZREM', queue, id) end
@@ -12,4 +13,5 @@ local function take_place(queue, tickets, member, now, ticket)
     redis.call('ZADD', queue, arrival, member)
   end
   redis.call('ZADD', tickets, now + ticket, member)
+  return dead
 end
