@@ -4,8 +4,9 @@
 //
 // Adapters: Lock (plain and fenced) try_lock, a token's release and extend, force_release,
 // try_lock_in_turn, leave_queue; RwLock try_read, try_write (fenced too), release_by_id; Semaphore
-// try_acquire (fenced too); RawLock try_lock; every kind's try in turn (the turn contract the
-// waiter uses), and the wait schedule fed with where a refused waiter stands; Command.
+// try_acquire (fenced too); RawLock try_lock; Election leader (who leads, with the holder's
+// identity read back from Redis); every kind's try in turn (the turn contract the waiter uses),
+// and the wait schedule fed with where a refused waiter stands; Command.
 //
 // Checks:
 //   - an error reply is a failed outcome whose code is classify_error_reply()'s;
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "fuzz_support.hpp"
+#include "leasehold/election.hpp"
 #include "leasehold/lock.hpp"
 #include "leasehold/query.hpp"
 #include "leasehold/queue.hpp"
@@ -46,6 +48,7 @@ const leasehold::Lock<std::string> kLock{"fuzz", 30s};
 const leasehold::RwLock<std::string> kRwLock{"fuzz", 30s};
 const leasehold::Semaphore<std::string> kSemaphore{"fuzz", 3, 30s};
 const leasehold::RawLock kRawLock{30s};
+const leasehold::Election<std::string> kElection{"fuzz", 30s};
 
 void check_one_or_zero(const Reply& reply, const Result<bool>& result) {
   check_failure(reply, result);
@@ -137,6 +140,10 @@ struct Queries {
   leasehold::InTurn<leasehold::PermitToken<leasehold::Semaphore<std::string>>> permit_turn =
       kSemaphore.in_turn("name");
   leasehold::InTurn<leasehold::LockToken<leasehold::RawLock>> raw_turn = kRawLock.in_turn("key");
+  leasehold::detail::LeaderQuery<leasehold::Election<std::string>> leader =
+      kElection.leader("name");
+  leasehold::InTurn<leasehold::LockToken<leasehold::Election<std::string>>> campaign =
+      kElection.campaign("name");
   leasehold::Command command{"GET", "k"};
 
   // A token, granted by a nil reply in time: what release() and extend() are asked of.
@@ -220,6 +227,20 @@ void check_reply(const Queries& q, const Reply& reply, const Timing& timing, boo
   check_turn(q.fenced_write_turn, q.waiter, reply, timing, late);
   check_turn(q.permit_turn, q.waiter, reply, timing, late);
   check_turn(q.raw_turn, q.waiter, reply, timing, late);
+  check_turn(q.campaign, q.waiter, reply, timing, late);
+
+  // Who leads an election: none for nil, a leader whose term is the counter's for a whole reply,
+  // a failure for anything else.
+  {
+    const auto result = q.leader.parse(reply, timing);
+    check_failure(reply, result);
+    if (result && *result)
+      LEASEHOLD_FUZZ_CHECK(reply.type == Reply::Type::array && reply.elements.size() == 4 &&
+                           (*result)->term ==
+                               static_cast<std::uint64_t>(reply.elements[2].integer));
+    if (result && !*result)
+      LEASEHOLD_FUZZ_CHECK(reply.is_nil());
+  }
 
   // Any command: its reply as it is, an error reply as its error.
   {

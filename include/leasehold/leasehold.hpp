@@ -6,6 +6,7 @@
 #include "leasehold/clock.hpp"
 #include "leasehold/cron.hpp"
 #include "leasehold/describe.hpp"
+#include "leasehold/election.hpp"
 #include "leasehold/error.hpp"
 #include "leasehold/holder.hpp"
 #include "leasehold/keep_alive.hpp"

@@ -193,12 +193,7 @@ class Lock {
   std::string tagged_key(const N& name, std::string_view suffix) const {
     std::string raw;
     LockName<N>::append(raw, name);
-    std::string key;
-    key.reserve(prefix_.size() + ns_.size() + raw.size() + 16);
-    key.append(prefix_).append(":Lock:{").append(ns_).append(":");
-    detail::append_escaped(key, raw);
-    key.append("}").append(suffix);
-    return key;
+    return detail::tagged_name_key(prefix_, "Lock", ns_, raw, suffix);
   }
 
   std::string_view ns_;

@@ -61,6 +61,19 @@ inline void append_escaped(std::string& out, std::string_view name) {
   }
 }
 
+// "<prefix>:<family>:{<namespace>:<escaped raw name>}<suffix>": a name's key in a family whose
+// keys share the name's hash slot (a fenced Lock's, an Election's).
+inline std::string tagged_name_key(std::string_view prefix, std::string_view family,
+                                   std::string_view ns, std::string_view raw,
+                                   std::string_view suffix) {
+  std::string key;
+  key.reserve(prefix.size() + family.size() + ns.size() + raw.size() + suffix.size() + 8);
+  key.append(prefix).append(":").append(family).append(":{").append(ns).append(":");
+  append_escaped(key, raw);
+  key.append("}").append(suffix);
+  return key;
+}
+
 // The name in a tagged key "<head><escaped name>}<tail>" whose tail is one of `tails`, %-escaping
 // undone; nothing for any other key. The inverse of the kinds' tagged keys, for status tools.
 std::optional<std::string> name_in_tagged_key(std::string_view key, std::string_view head,
@@ -68,7 +81,7 @@ std::optional<std::string> name_in_tagged_key(std::string_view key, std::string_
 
 // A lock key's queue of waiters (a sorted set of their ids by arrival), their tickets (ids by the
 // time, in ms at Redis, their place runs out) and the channel on which its releases name the
-// waiter at the head: all in the slot of the key (see queue.hpp).
+// first two waiters: all in the slot of the key (see queue.hpp).
 inline std::string queue_key(std::string_view lock_key) {
   return same_slot_key(lock_key, ":queue");
 }

@@ -18,16 +18,16 @@ namespace leasehold::detail {
 class TurnContract;  // detail/turn.hpp
 
 // A lock key holds its holder's lease value, bare while nobody waits for it; a waiter refused
-// while the lock is held marks it with the value at the head of the queue ("<value>:<head>"),
-// so that the release tells that waiter (src/lease/scripts/lock_holder.lua). The holder is the
-// value up to the ':'.
+// while the lock is held marks it with the values of the first two waiters ("<value>:<head>
+// <second>"), so that the release tells them (src/lease/scripts/lock_holder.lua). The holder is
+// the value up to the ':'.
 constexpr std::string_view lock_holder(std::string_view value) {
   return value.substr(0, value.find(':'));
 }
 
-// The release of the lease `id_hex` on a lock key: it tells the waiter the key names, if any.
+// The release of the lease `id_hex` on a lock key: it tells the waiters the key names, if any.
 Request lock_release_request(std::string_view key, std::string_view id_hex);
-// The operator's release of whoever holds a lock key; it tells the waiter the key names, if any.
+// The operator's release of whoever holds a lock key; it tells the waiters the key names, if any.
 Request lock_force_release_request(std::string_view key);
 const Script& lock_try_fenced_script();
 
