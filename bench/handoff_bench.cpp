@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <leasehold/leasehold.hpp>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -235,16 +236,27 @@ std::vector<double> crash(leasehold::Client& holder, leasehold::Client& waiter,
   return micros;
 }
 
+// Counts the refused tries of waits (the observer's on_wait).
+class RefusedTries : public leasehold::Observer {
+ public:
+  void on_wait(const leasehold::WaitEvent&) override { ++count; }
+  std::atomic<std::uint64_t> count{0};
+};
+
 // W async waiters of one Client on one name held for `seconds`, then the same number of threads
 // polling try_lock every `poll`: the commands they sent per waiter per second, and the calls
 // Redis made for them (those inside scripts too).
 void load(leasehold::Client& holder, const Options& options) {
-  const leasehold::Lock<std::string> locks{"handoff-load", 60s};
   const auto seconds = std::chrono::seconds(options.load_s);
+  // Held past the measured interval: its end would hand the lock down the queue.
+  const leasehold::Lock<std::string> locks{"handoff-load", 3 * seconds};
   {
     auto held = holder.process(locks.try_lock("waited"));
     asio::io_context io;
-    leasehold::Client waiting(io.get_executor(), options.url);
+    auto refused = std::make_shared<RefusedTries>();
+    leasehold::ClientOptions client_options;
+    client_options.observer = refused;
+    leasehold::Client waiting(io.get_executor(), options.url, client_options);
     std::atomic<std::uint64_t> ended{0};
     for (std::uint64_t i = 0; i < options.waiters; ++i)
       leasehold::async_lock_until(waiting, locks, std::string("waited"), Clock::now() + 3 * seconds,
@@ -255,9 +267,9 @@ void load(leasehold::Client& holder, const Options& options) {
                                                             [](std::error_code, bool) {});
                                   });
     std::thread runner([&] { io.run(); });
-    await([&] {
-      return queued(holder, locks.key("waited")) == static_cast<long long>(options.waiters);
-    });
+    // Settled: each waiter queued (its first try) and tried again once its subscription was
+    // confirmed (a release may have come in between); what follows is the steady state.
+    await([&] { return refused->count.load() >= 2 * options.waiters; });
     const long long client_before = client_commands(holder);
     const long long all_before = commands_processed(holder);
     std::this_thread::sleep_for(seconds);  // the measured interval itself, not a synchronisation
