@@ -149,8 +149,8 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
       return;
     }
     in_flight_ = true;
-    auto on_kept = [self = shared_from_this()](Result<bool> queued) {
-      self->on_kept(std::move(queued));
+    auto on_kept = [self = shared_from_this()](Result<bool> should_try) {
+      self->on_kept(std::move(should_try));
     };
     transport_->submit(std::make_unique<QueryOperation<KeepPlace, decltype(on_kept)>>(
         KeepPlace{std::move(*keep)}, connection_now(*transport_), std::move(on_kept)));
