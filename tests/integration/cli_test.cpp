@@ -37,13 +37,9 @@ namespace {
 using namespace std::chrono_literals;
 using cli_testing::Cli;
 using cli_testing::CliTest;
-using cli_testing::shows_no_control;
-using cli_testing::stored_field;
 using cli_testing::until_exists;
-using testing::command_calls;
 using testing::eventually;
 using testing::RedisServer;
-
 using testing::read_file;
 
 TEST_F(CliTest, RunsTheCommandUnderTheLeaseAndPassesItsEnvironmentAndExitCode) {
