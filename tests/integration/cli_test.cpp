@@ -39,8 +39,8 @@ using cli_testing::Cli;
 using cli_testing::CliTest;
 using cli_testing::until_exists;
 using testing::eventually;
-using testing::RedisServer;
 using testing::read_file;
+using testing::RedisServer;
 
 TEST_F(CliTest, RunsTheCommandUnderTheLeaseAndPassesItsEnvironmentAndExitCode) {
   auto run =
