@@ -137,13 +137,8 @@ struct LeaseWorker {
             {.kind = EventKind::cs_end, .name = name, .lease = lease, .detail = as_word(e.what())});
       }
     });
-    if (held.was_lost()) {
-      recorder.record({.t = lost_at ? lost_at.load() : monotonic_ns(),
-                       .kind = EventKind::loss,
-                       .name = name,
-                       .lease = lease,
-                       .detail = cause_word(held.loss_cause())});
-    }
+    if (held.was_lost())
+      record_loss(recorder, lost_at, name, lease, 'w', held.loss_cause());
   }
 
   int run() {

@@ -115,14 +115,8 @@ struct RwLockWorker {
                      .mode = mode,
                      .valid = !held.was_lost() && error.empty(),
                      .detail = error});
-    if (held.was_lost()) {
-      recorder.record({.t = lost_at ? lost_at.load() : monotonic_ns(),
-                       .kind = EventKind::loss,
-                       .name = name,
-                       .lease = lease,
-                       .mode = mode,
-                       .detail = cause_word(held.loss_cause())});
-    }
+    if (held.was_lost())
+      record_loss(recorder, lost_at, name, lease, mode, held.loss_cause());
   }
 
   // A writer's counter write (read + 1), then with --fence its fenced write.

@@ -102,14 +102,8 @@ struct SemaphoreWorker {
                      .mode = 'p',
                      .valid = !held.was_lost() && error.empty(),
                      .detail = error});
-    if (held.was_lost()) {
-      recorder.record({.t = lost_at ? lost_at.load() : monotonic_ns(),
-                       .kind = EventKind::loss,
-                       .name = name,
-                       .lease = lease,
-                       .mode = 'p',
-                       .detail = cause_word(held.loss_cause())});
-    }
+    if (held.was_lost())
+      record_loss(recorder, lost_at, name, lease, 'p', held.loss_cause());
   }
 
   void release(const Token& token, const std::string& name, std::uint64_t lease) {

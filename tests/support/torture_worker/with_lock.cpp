@@ -60,10 +60,7 @@ int run_with_lock(const Options& options) {
             },
             lock_options);
       } catch (const leasehold::LockLostError& e) {
-        recorder.record({.t = lost_at ? lost_at.load() : monotonic_ns(),
-                         .kind = EventKind::loss,
-                         .name = name,
-                         .detail = cause_word(e.cause())});
+        record_loss(recorder, lost_at, name, 0, 'w', e.cause());
       } catch (const leasehold::Error& e) {
         recorder.record(
             {.kind = EventKind::acquire_unknown, .name = name, .detail = as_word(e.what())});

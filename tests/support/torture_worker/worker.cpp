@@ -52,6 +52,16 @@ std::string cause_word(std::error_code cause) {
   return cause ? as_word(cause.message()) : "expired_or_taken_over";
 }
 
+void record_loss(const Recorder& recorder, std::int64_t lost_at, const std::string& name,
+                 std::uint64_t lease, char mode, std::error_code cause) {
+  recorder.record({.t = lost_at != 0 ? lost_at : monotonic_ns(),
+                   .kind = EventKind::loss,
+                   .name = name,
+                   .lease = lease,
+                   .mode = mode,
+                   .detail = cause_word(cause)});
+}
+
 // The counter "<prefix>:counter:<name>"; 0 if it does not exist.
 long long read_counter(leasehold::Client& redis, const std::string& key) {
   const auto value = redis.process(leasehold::Command{"GET", key});

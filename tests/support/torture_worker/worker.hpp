@@ -69,6 +69,11 @@ std::string as_word(const std::string& text);
 // An extension's or a loss's cause as one word ("expired_or_taken_over" without one).
 std::string cause_word(std::error_code cause);
 
+// Records the loss of lease `lease` (0: not known) on `name`, of `mode` as Event has it, for
+// `cause`: at `lost_at`, when the work's stop was requested (0: never seen), or now.
+void record_loss(const Recorder& recorder, std::int64_t lost_at, const std::string& name,
+                 std::uint64_t lease, char mode, std::error_code cause);
+
 inline std::chrono::milliseconds ms(long long count) {
   return std::chrono::milliseconds(count);
 }
