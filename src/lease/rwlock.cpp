@@ -126,7 +126,7 @@ class RwTurn final : public TurnContract {
     static const Script script{std::string(lua::rw_keep_place)};
     const DecimalDigits at = place_until_ms(until);
     const std::string queued = member(waiter);
-    const std::string_view keys[] = {keys_.writer, keys_.readers, waiting_.tickets};
+    const std::string_view keys[] = {keys_.writer, keys_.readers, keys_.intent, waiting_.tickets};
     const std::string_view args[] = {queued, at.view()};
     return Request::script(script, keys, args).retry_safe();
   }

@@ -125,7 +125,7 @@ FeatureTraits traits_of(Feature feature) {
               "waiting in turn fails (leasehold run without -n, lock_for, with_lock)"};
     case Feature::notifications:
       return {"notifications", Level::warning,
-              "a waiter learns of a release at its next recheck instead of at once"};
+              "a waiter learns of a release by trying every second instead of at once"};
   }
   return {"locks", Level::problem, ""};
 }
