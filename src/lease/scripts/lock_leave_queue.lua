@@ -12,7 +12,11 @@ local left = redis.call('ZREM', KEYS[1], ARGV[1])
 if rank and rank < 2 then
   local value = redis.pcall('GET', KEYS[3])
   if not value then
-    if rank == 0 then notify_head(KEYS[1], KEYS[2], ARGV[2]) end
+    if rank == 0 then
+      local time = redis.call('TIME')
+      local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+      notify_head(KEYS[1], KEYS[2], ARGV[2], now)
+    end
   elseif type(value) == 'string' then
     mark_head(KEYS[3], value, KEYS[1])
   end

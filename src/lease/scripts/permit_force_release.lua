@@ -4,8 +4,9 @@
 -- Reply: how many of the holders' set and the count key it deleted (a set whose every lease had
 -- ended is pruned first and not counted); the head of the queue is told.
 --! include permit_prelude.lua
+--! include notify_head.lua
 local removed = redis.call('DEL', KEYS[1], KEYS[2])
 if redis.pcall('EXISTS', KEYS[3]) == 1 then
-  notify_head(KEYS[3], KEYS[4], ARGV[1])
+  notify_head(KEYS[3], KEYS[4], ARGV[1], now)
 end
 return removed

@@ -16,6 +16,7 @@
 -- behind it looked.
 -- With no queue, a free permit is granted without one.
 --! include permit_prelude.lua
+--! include notify_head.lua
 --! include take_place.lua
 local fenced = KEYS[5] ~= nil
 local permits = tonumber(ARGV[4])
@@ -46,7 +47,7 @@ local free = permits - redis.call('ZCARD', KEYS[1])
 if rank < free then
   local fence = grant()
   local result = granted(fence)
-  if free > 1 then notify_head(KEYS[2], KEYS[3], ARGV[5]) end
+  if free > 1 then notify_head(KEYS[2], KEYS[3], ARGV[5], now) end
   return result
 end
 redis.call('PEXPIRE', KEYS[2], 2 * ticket)

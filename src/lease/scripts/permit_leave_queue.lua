@@ -4,8 +4,9 @@
 -- Reply: 1 if it was queued (it is not now), else 0. A head that leaves tells the waiter behind
 -- it (a permit may be free).
 --! include permit_prelude.lua
+--! include notify_head.lua
 local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1] == ARGV[1]
 redis.call('ZREM', KEYS[3], ARGV[1])
 local left = redis.call('ZREM', KEYS[2], ARGV[1])
-if head then notify_head(KEYS[2], KEYS[3], ARGV[2]) end
+if head then notify_head(KEYS[2], KEYS[3], ARGV[2], now) end
 return left

@@ -4,9 +4,6 @@
 -- never earlier.
 -- keep_holders_expiry(count_key) makes the set, and the count key when given (the count the last
 -- grant used), live as long as the longest lease, never longer.
--- notify_head(queue, tickets, channel) drops the waiters whose place ran out and publishes the
--- values of the first two, space-separated: the head takes a permit, the one behind it gives a
--- head that does not its grace.
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -16,11 +13,4 @@ local function keep_holders_expiry(count_key)
     redis.call('PEXPIREAT', KEYS[1], last[2])
     if count_key then redis.call('PEXPIREAT', count_key, last[2]) end
   end
-end
-local function notify_head(queue, tickets, channel)
-  local dead = redis.call('ZRANGEBYSCORE', tickets, '-inf', now)
-  for _, id in ipairs(dead) do redis.call('ZREM', queue, id) end
-  if #dead > 0 then redis.call('ZREMRANGEBYSCORE', tickets, '-inf', now) end
-  local first = redis.call('ZRANGE', queue, 0, 1)
-  if #first > 0 then redis.pcall('SPUBLISH', channel, table.concat(first, ' ')) end
 end
