@@ -54,7 +54,7 @@ class Election {
   std::string key(const N& name) const { return tagged_key(name, ""); }
   // The term counter, "<key>:term", and the proclaimed value, "<key>:value", in its hash slot.
   std::string term_key(const N& name) const { return tagged_key(name, ":term"); }
-  std::string value_key(const N& name) const { return tagged_key(name, ":value"); }
+  std::string value_key(const N& name) const { return value_key_of(key(name)); }
 
   // A campaign for `name`, for wait_until() (wait.hpp): the campaigner takes a place in the
   // name's queue, is told when the leader goes, and leads with a token whose fence() is its
