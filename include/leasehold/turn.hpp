@@ -39,7 +39,9 @@ struct WaitOptions {
   // Less than ticket_ttl (each look renews the waiter's place).
   std::chrono::milliseconds recheck{40000};
   // While it cannot be told (a server without sharded pub/sub, a user not allowed the channel,
-  // a subscriber connection down): how often it tries instead. Less than ticket_ttl.
+  // a subscriber connection down), and for ticket_ttl after the client's subscriber connection
+  // came back (a failover may bring back places of waiters that had left): how often it looks
+  // instead. Less than ticket_ttl.
   std::chrono::milliseconds recheck_unwatched{1000};
   // How long a waiter that stopped asking (it died) keeps its place. A dead waiter delays those
   // behind it by no more than `grace` once its turn comes, whatever its ticket.

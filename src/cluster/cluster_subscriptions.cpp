@@ -22,7 +22,9 @@ std::uint64_t ClusterSubscriptions::watch(std::string channel, ChannelListener l
                                         slot,
                                         std::make_shared<ChannelListener>(std::move(listener)),
                                         {},
-                                        0})
+                                        0,
+                                        false,
+                                        false})
                      .first->second;
   place(id, watch);
   return id;
@@ -45,6 +47,7 @@ void ClusterSubscriptions::reroute() {
       continue;
     if (before)
       before->notifications().unwatch(watch.node_watch);
+    watch.lost = watch.subscribed;
     place(id, watch);
   }
 }
@@ -70,10 +73,19 @@ void ClusterSubscriptions::place(std::uint64_t id, Watch& watch) {
         const auto found = self->watches_.find(id);
         if (found == self->watches_.end())
           return;
+        Watch& watch = found->second;
         // The node ended the subscription, or could not make it: the slot may have moved.
-        if (event == ChannelEvent::unavailable)
+        if (event == ChannelEvent::unavailable) {
+          watch.lost = watch.subscribed;
           self->refresh_soon_();
-        (*found->second.listener)(event, payload);
+        }
+        if (event == ChannelEvent::subscribed) {
+          if (watch.lost)
+            self->restored_at_ = Clock::now();
+          watch.subscribed = true;
+          watch.lost = false;
+        }
+        (*watch.listener)(event, payload);
       });
 }
 

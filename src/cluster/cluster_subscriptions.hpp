@@ -28,6 +28,7 @@ class ClusterSubscriptions final : public Notifications,
 
   std::uint64_t watch(std::string channel, ChannelListener listener) override;
   void unwatch(std::uint64_t id) override;
+  Clock::time_point restored_at() const noexcept override { return restored_at_; }
 
   // After a new slot map: every watch whose slot has another owner now moves there.
   void reroute();
@@ -40,6 +41,8 @@ class ClusterSubscriptions final : public Notifications,
     std::shared_ptr<ChannelListener> listener;
     std::weak_ptr<ServerConnection> node;  // where it is watched now (none: no owner known)
     std::uint64_t node_watch = 0;
+    bool subscribed = false;  // at some node, once at least
+    bool lost = false;        // since: ended, or moved to another node
   };
   void place(std::uint64_t id, Watch& watch);
   void tell(const Watch& watch, ChannelEvent event);
@@ -49,6 +52,7 @@ class ClusterSubscriptions final : public Notifications,
   std::function<void()> refresh_soon_;
   std::map<std::uint64_t, Watch> watches_;
   std::uint64_t next_id_ = 1;
+  Clock::time_point restored_at_ = Clock::time_point::min();
   bool closed_ = false;
 };
 

@@ -89,9 +89,12 @@ void Subscriber::start() {
     if (!self || self->closed_)
       return;
     SubscriptionSet::Effects effects;
-    if (connected)
+    if (connected) {
+      if (self->connected_before_)
+        self->restored_at_ = Clock::now();
+      self->connected_before_ = true;
       self->set_.on_connected(effects);
-    else
+    } else
       self->set_.on_lost();
     self->run(std::move(effects));
   });

@@ -23,6 +23,7 @@ class Subscriber final : public Notifications,
 
   std::uint64_t watch(std::string channel, ChannelListener listener) override;
   void unwatch(std::uint64_t id) override;
+  Clock::time_point restored_at() const noexcept override { return restored_at_; }
 
   // Ends the connection; listeners are not called again.
   void close();
@@ -46,6 +47,8 @@ class Subscriber final : public Notifications,
   ServerConnection::TlsContext tls_;
   std::shared_ptr<ServerConnection> core_;  // made at the first watch
   SubscriptionSet set_;
+  bool connected_before_ = false;
+  Clock::time_point restored_at_ = Clock::time_point::min();
   bool closed_ = false;
 };
 

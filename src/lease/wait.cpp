@@ -169,8 +169,22 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
       finish(should_try.error(), should_try.detail(), nullptr);
       return;
     }
-    arm(std::min(now + (should_try ? wait_.options.recheck : wait_.options.recheck_unwatched),
+    arm(std::min(now + (should_try ? recheck(now) : wait_.options.recheck_unwatched),
                  wait_.deadline));
+  }
+
+  // How long a waiter behind the first two trusts the queue ahead of it to move without it:
+  // `recheck` while it is told of releases, `recheck_unwatched` while it is not, and for a
+  // ticket's life after the client's subscriptions came back. Messages may have been lost
+  // meanwhile, and a failover may have brought back the places of waiters that had already left
+  // (their leave, unacknowledged, died with the old master): a release that names two of them
+  // tells no one alive, and only a waiter that looks finds the lease free and gives them their
+  // grace.
+  std::chrono::milliseconds recheck(Clock::time_point now) const {
+    const Clock::time_point restored = transport_->notifications().restored_at();
+    const bool doubting = position_ > 2 && restored != Clock::time_point::min() &&
+                          now - restored < wait_.options.ticket_ttl;
+    return watched_ && !doubting ? wait_.options.recheck : wait_.options.recheck_unwatched;
   }
 
   void on_turn(Result<TurnOutcome> turn) {
@@ -213,9 +227,7 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
       try_now();
       return;
     }
-    arm(next_turn_try(turn->seen, now,
-                      watched_ ? wait_.options.recheck : wait_.options.recheck_unwatched,
-                      wait_.deadline));
+    arm(next_turn_try(turn->seen, now, recheck(now), wait_.deadline));
   }
 
   void watch() {

@@ -142,6 +142,69 @@ TEST_F(WaitCostTest, AWaiterBehindTwoDeadOnesGetsInAtItsRecheckAndTwoGraces) {
   EXPECT_LT(got_at - released_at, 500ms + 2 * 100ms + 800ms);
 }
 
+// The same, within a ticket's life after the client's subscriber connection was cut and came
+// back (as a failover does, which may bring back places whose waiters had left): the waiter no
+// longer trusts a release to reach someone alive, and looks every `recheck_unwatched` instead of
+// every `recheck` — whether it queued before the reconnect or after it.
+class WaitAfterReconnectTest : public WaitCostTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  long long subscribers(const std::string& channel) {
+    return server_->command({"PUBSUB", "SHARDNUMSUB", channel}).elements.at(1).integer;
+  }
+  // Kills the client's subscriber connection, watching `channel`, and waits for it to be back.
+  void reconnect_subscriber(const std::string& channel) {
+    ASSERT_TRUE(eventually([&] { return subscribers(channel) == 1; }));
+    EXPECT_EQ(server_->command({"CLIENT", "KILL", "TYPE", "pubsub"}).integer, 1);
+    ASSERT_TRUE(eventually([&] { return subscribers(channel) == 1; }));
+  }
+};
+
+TEST_P(WaitAfterReconnectTest, AWaiterPassesTwoDeadOnesWithinItsUnwatchedRecheck) {
+  const bool queued_before = GetParam();
+  const Lock<std::string> locks{"cost", 30s};
+  auto holder = redis_.process(locks.try_lock(name_));
+  ASSERT_TRUE(holder);
+  for (int i = 0; i < 2; ++i)
+    ASSERT_FALSE(
+        redis_.process(try_lock_in_turn(locks, name_, WaitTicket{LeaseId::generate(), 60s})).token);
+  // Another name's waiter makes the subscriber connection when the third queues after it.
+  auto other = redis_.process(locks.try_lock(name_ + "-other"));
+  ASSERT_TRUE(other);
+  std::thread other_waiter;
+  if (!queued_before) {
+    other_waiter =
+        std::thread([&] { EXPECT_TRUE(lock_for(redis_, locks, name_ + "-other", 20s)); });
+    reconnect_subscriber(detail::released_channel(locks.key(name_ + "-other")));
+  }
+  Clock::time_point got_at;
+  std::thread third([&] {
+    auto token = lock_for(redis_, locks, name_, 20s,
+                          {.recheck_unwatched = 300ms, .ticket_ttl = 60s, .grace = 100ms});
+    got_at = Clock::now();
+    ASSERT_TRUE(token);
+    EXPECT_TRUE(redis_.process(token->release()));
+  });
+  ASSERT_TRUE(eventually([&] { return queued(*server_, locks.key(name_)) == 3; }));
+  if (queued_before)
+    reconnect_subscriber(detail::released_channel(locks.key(name_)));
+  else
+    ASSERT_TRUE(
+        eventually([&] { return subscribers(detail::released_channel(locks.key(name_))) == 1; }));
+  const Clock::time_point released_at = Clock::now();
+  ASSERT_TRUE(redis_.process(holder->release()));
+  third.join();
+  EXPECT_GE(got_at - released_at, 190ms) << "two graces at least";
+  EXPECT_LT(got_at - released_at, 300ms + 2 * 100ms + 1000ms);
+  ASSERT_TRUE(redis_.process(other->release()));
+  if (other_waiter.joinable())
+    other_waiter.join();
+}
+
+INSTANTIATE_TEST_SUITE_P(QueuedBeforeOrAfter, WaitAfterReconnectTest, ::testing::Bool(),
+                         [](const auto& info) {
+                           return info.param ? "QueuedBefore" : "QueuedAfter";
+                         });
+
 // A waiter in a process of its own (leasehold-test-worker wait), SIGKILLed once queued.
 class DeadWaiter {
  public:

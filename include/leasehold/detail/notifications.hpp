@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "leasehold/clock.hpp"
+
 namespace leasehold::detail {
 
 enum class ChannelEvent {
@@ -26,6 +28,10 @@ class Notifications {
   // which ends with the last of them.
   virtual std::uint64_t watch(std::string channel, ChannelListener listener) = 0;
   virtual void unwatch(std::uint64_t id) = 0;
+  // When a subscription that had been lost last came back (a reconnect; a failover that moved
+  // the channel); Clock::time_point::min() if none ever did. Messages may have been missed before
+  // it, and a failover may have brought back state that had already changed (docs/locks.md).
+  virtual Clock::time_point restored_at() const noexcept = 0;
 
  protected:
   ~Notifications() = default;
