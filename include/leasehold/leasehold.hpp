@@ -7,6 +7,7 @@
 #include "leasehold/cron.hpp"
 #include "leasehold/describe.hpp"
 #include "leasehold/election.hpp"
+#include "leasehold/elector.hpp"
 #include "leasehold/error.hpp"
 #include "leasehold/holder.hpp"
 #include "leasehold/keep_alive.hpp"

@@ -1,0 +1,170 @@
+// run_elector: a replica that stands for leader of a name, leads while elected, and stands again.
+//
+//   const leasehold::Election<std::string> schedulers{"scheduler", 10s};
+//   std::stop_source shutdown;                      // requested at SIGTERM, say
+//   leasehold::run_elector(redis, schedulers, std::string("eu"),
+//       [&](const leasehold::Term<std::string>& term, std::stop_token stop) {
+//         run_scheduler(term.number, stop);         // lead until `stop`; return to resign
+//       },
+//       {.value = "10.0.0.7:8080"}, shutdown.get_token());
+//
+// Each round campaigns (waits in turn, as long as it takes), then calls the work on this thread
+// with the term: a fencing number strictly increasing per name, and the leader's token (to
+// proclaim() another value). A KeepAlive extends the lease meanwhile. The work's stop token is
+// requested when the leadership ends without it: at the moment the lease is reported lost (an
+// extension found it gone, or could not reach Redis before the lease's deadline — by this
+// process's own steady clock, before Redis can expire it), or when `stop` is requested. The work
+// must then stop acting as the leader and return: it is no longer one. When the work returns,
+// the elector resigns (unless the lease was lost), tells `deposed`, and — with `rejoin`, unless
+// `stop` was requested — campaigns again, for a new and larger term. Work that throws is resigned
+// for, and its exception leaves run_elector. See docs/election.md.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <concepts>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <utility>
+
+#include "leasehold/client.hpp"
+#include "leasehold/election.hpp"
+#include "leasehold/error.hpp"
+#include "leasehold/keep_alive.hpp"
+#include "leasehold/turn.hpp"
+#include "leasehold/wait.hpp"
+
+namespace leasehold {
+
+// One leadership, as its work gets it.
+template <LockNameType N>
+struct Term {
+  std::uint64_t number;                  // the term: a fencing number, strictly increasing per name
+  const LockToken<Election<N>>& leader;  // the leader's lease: proclaim() with it
+};
+
+// How a term ended.
+enum class TermEnd {
+  resigned,  // the work returned by itself, and the elector resigned
+  lost,      // the lease was lost (it ran out, was taken over or forced): the work was stopped
+  stopped,   // the elector's stop was requested: the work was stopped, and the elector resigned
+};
+
+struct Deposed {
+  std::uint64_t term;
+  TermEnd how;
+  // Lost: the Redis error that kept the lease from being extended (empty when it ran out or was
+  // taken over). Resigned or stopped: the error of a resign that failed until the lease's
+  // deadline (it then ran out by itself), else empty.
+  std::error_code cause;
+};
+
+struct ElectorOptions {
+  // Campaign again after a term ends (unless the elector's stop was requested).
+  bool rejoin = true;
+  // Proclaimed as the leader's value at the start of each term (Election::proclaim()).
+  std::optional<std::string> value;
+  // How the campaign waits in turn (turn.hpp).
+  WaitOptions waiting;
+  // Told after each term, on the elector's thread, before it campaigns again.
+  std::function<void(const Deposed&)> deposed;
+};
+
+namespace detail {
+
+// Runs `query` for `leader` until it gets through or the leader's lease's deadline passes, trying
+// again every `retry` after a transient failure (a query that failed leaves the lease as it was,
+// so a later one can still do it): its answer, or the error of the last failure. Any other
+// failure throws.
+template <class Query, class Token>
+std::pair<std::optional<bool>, std::error_code> process_while_leading(
+    Client& client, const Query& query, const Token& leader, std::chrono::milliseconds retry) {
+  std::error_code last;
+  while (!leader.expired()) {
+    try {
+      return {client.process(query), {}};
+    } catch (const Error& e) {
+      if (e.code() != condition::transient)
+        throw;
+      last = e.code();
+    }
+    std::this_thread::sleep_for(std::min<Clock::duration>(retry, leader.valid_for()));
+  }
+  return {std::nullopt, last};
+}
+
+// Resigns `leader` (see process_while_leading): empty, or the error of a resign that never got
+// through before the lease's deadline (it then ran out by itself).
+template <class Token>
+std::error_code resign(Client& client, const Token& leader, std::chrono::milliseconds retry) {
+  try {
+    return process_while_leading(client, leader.release(), leader, retry).second;
+  } catch (const Error& e) {
+    return e.code();
+  }
+}
+
+// Leads one term with `leader`: proclaims, keeps the lease, runs `lead`, and resigns. A term
+// whose value cannot be proclaimed (the lease was lost first) ends without `lead`.
+template <LockNameType N, class Lead>
+Deposed lead_one_term(Client& client, const Election<N>& election,
+                      const LockToken<Election<N>>& leader, Lead& lead,
+                      const ElectorOptions& options, const std::stop_token& stop) {
+  const Term<N> term{*leader.fence(), leader};
+  const auto retry = options.waiting.recheck_unwatched;
+  KeepAlive keep_alive(client, leader);
+  std::stop_source work_stop;
+  const std::stop_callback on_stop(stop, [&] { work_stop.request_stop(); });
+  const std::stop_callback on_loss(keep_alive.stop_token(), [&] { work_stop.request_stop(); });
+  try {
+    if (options.value) {
+      const auto [proclaimed, error] =
+          process_while_leading(client, election.proclaim(leader, *options.value), leader, retry);
+      if (!proclaimed.value_or(false))
+        return Deposed{term.number, TermEnd::lost, error};
+    }
+    if (!work_stop.stop_requested())
+      lead(term, work_stop.get_token());
+  } catch (...) {
+    keep_alive.stop();
+    resign(client, leader, retry);
+    throw;
+  }
+  keep_alive.stop();
+  if (keep_alive.lost() || !keep_alive.held())
+    return Deposed{term.number, TermEnd::lost, keep_alive.cause()};
+  const TermEnd how = stop.stop_requested() ? TermEnd::stopped : TermEnd::resigned;
+  return Deposed{term.number, how, resign(client, leader, retry)};
+}
+
+}  // namespace detail
+
+// Campaigns for `name` and leads while elected, as described at the top of this file, until
+// `stop` is requested (or after one term without `rejoin`). Returns once it neither leads nor
+// waits: its place in the queue is given up, and a lease it held is resigned or lost. A campaign
+// that fails for a transient reason (Redis down) goes on waiting; any other failure (a refused
+// ACL, a key of the wrong type) throws its Error. Not on the client's I/O thread.
+template <LockNameType N, class Lead>
+requires std::invocable < Lead&, const Term<N>
+&, std::stop_token > void run_elector(Client& client, const Election<N>& election, const N& name,
+                                      Lead&& lead, const ElectorOptions& options = {},
+                                      std::stop_token stop = {}) {
+  while (!stop.stop_requested()) {
+    const std::optional<LockToken<Election<N>>> leader = wait_until(
+        client, election.campaign(name), Clock::time_point::max(), options.waiting, stop);
+    if (!leader)
+      return;
+    const Deposed deposed = detail::lead_one_term(client, election, *leader, lead, options, stop);
+    if (options.deposed)
+      options.deposed(deposed);
+    if (!options.rejoin)
+      return;
+  }
+}
+
+}  // namespace leasehold
