@@ -241,11 +241,35 @@ int top(const Globals& globals, const TopOptions& options);
 // when unreachable.
 int doctor(const Globals& globals, bool json);
 
+// leasehold elect (elect.cpp): runs COMMAND only while this process leads the election NAME,
+// and with --rejoin stands again after each term.
+struct ElectOptions {
+  std::string name;
+  std::vector<std::string> command;
+  std::chrono::milliseconds ttl{30'000};
+  std::optional<std::string> value;        // proclaimed in each term
+  bool rejoin = false;                     // stand again after a term ends
+  std::optional<std::string> status_file;  // exists exactly while leading
+  std::chrono::milliseconds kill_after{5'000};
+};
+int elect(const Globals& globals, const ElectOptions& options);
+
+// leasehold leader (leader.cpp): who leads the election NAME, as text or JSON; kExitNoLeader
+// when nobody does.
+inline constexpr int kExitNoLeader = 3;
+struct LeaderOptions {
+  std::string name;
+  bool json = false;
+};
+int leader(const Globals& globals, const LeaderOptions& options);
+
 // The locks the commands use, so that run, cron, status, list and release agree on keys.
 RwLock<std::string> run_lock(const Globals& globals, std::chrono::milliseconds ttl);
 // The permits of `leasehold run --limit N` (namespace "run", fenced).
 Semaphore<std::string> run_semaphore(const Globals& globals, std::chrono::milliseconds ttl,
                                      std::uint32_t permits);
 Lock<std::string> cron_lock(const Globals& globals, std::chrono::milliseconds ttl);
+// The elections of `elect` and `leader` (namespace "elect").
+Election<std::string> elect_election(const Globals& globals, std::chrono::milliseconds ttl);
 
 }  // namespace leasehold::cli

@@ -299,4 +299,8 @@ Lock<std::string> cron_lock(const Globals& globals, std::chrono::milliseconds tt
   return Lock<std::string>("cron", ttl, globals.prefix);
 }
 
+Election<std::string> elect_election(const Globals& globals, std::chrono::milliseconds ttl) {
+  return Election<std::string>("elect", ttl, globals.prefix);
+}
+
 }  // namespace leasehold::cli

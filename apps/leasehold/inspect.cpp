@@ -321,7 +321,14 @@ int release_force(const Globals& globals, const std::string& name) {
         redis.process(run_lock(globals, milliseconds(1000)).force_release(name)) +
         redis.process(run_semaphore(globals, milliseconds(1000), 1).force_release(name)) +
         redis.process(cron_lock(globals, milliseconds(1000)).force_release(name));
+    // An election of the name (leasehold elect): its leader is deposed, and its elect exits 75.
+    const auto election = elect_election(globals, milliseconds(1000));
+    const std::optional<Leader> leader = redis.process(election.leader(name));
+    const bool deposed = redis.process(election.force_release(name)) == 1;
     std::vector<std::string> what;
+    if (deposed && leader)
+      what.push_back("the leader of term " + std::to_string(leader->term) + " (" +
+                     leader->id_prefix + "\xe2\x80\xa6)");
     if (status.writer)
       what.push_back("the exclusive lease " + status.writer->id_prefix + "\xe2\x80\xa6");
     if (!status.readers.empty())
@@ -330,14 +337,14 @@ int release_force(const Globals& globals, const std::string& name) {
       what.push_back("the cron interval lease " + status.cron->id_prefix + "\xe2\x80\xa6");
     if (!status.permits.empty())
       what.push_back(std::to_string(status.permits.size()) + " permit(s)");
-    if (removed == 0) {
+    if (removed == 0 && !deposed) {
       if (overwritten.empty())
         std::cout << displayable(name + ": nothing to release") << "\n";
       return 0;
     }
     std::string line = name + ": removed ";
     if (what.empty())
-      line += std::to_string(removed) + " expired key(s)";
+      line += std::to_string(removed + (deposed ? 1 : 0)) + " expired key(s)";
     for (std::size_t i = 0; i < what.size(); ++i)
       line += (i ? ", " : "") + what[i];
     std::cout << displayable(line) << "\n";

@@ -109,6 +109,8 @@ int main(int argc, char** argv) {
   cli::add_extend(app, invocation);
   cli::add_top(app, invocation);
   cli::add_doctor(app, invocation);
+  cli::add_elect(app, invocation);
+  cli::add_leader(app, invocation);
 
   try {
     app.parse(argc, argv);

@@ -1,16 +1,12 @@
 // Taking the lease of a command (run, acquire, hold): at once, then in turn with the other
 // waiters (a raw key's: polling) until it is taken, --wait runs out or a signal comes.
-#include <pthread.h>
-#include <signal.h>
-#include <time.h>
-
 #include <algorithm>
-#include <atomic>
+#include <optional>
 #include <stop_token>
-#include <thread>
 
 #include "cli.hpp"
 #include "leases.hpp"
+#include "signal_thread.hpp"
 
 namespace leasehold::cli {
 namespace {
@@ -107,26 +103,12 @@ std::optional<HeldLease> wait_in_turn(const Globals& globals, const TakeOptions&
   const Clock::time_point deadline =
       options.wait ? Clock::now() + *options.wait : Clock::time_point::max();
   std::stop_source stop;
-  std::atomic<bool> waiting{true};
-  // The forwarded signals are blocked in every thread: this one takes them while the wait runs.
-  std::thread signals([&] {
-    const sigset_t forwarded = forwarded_signals();
-    while (waiting) {
-      timespec pace{1, 0};  // a safety net: end_signals() wakes it at once
-      const int signal = sigtimedwait(&forwarded, nullptr, &pace);
-      if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP) {
-        signalled = signal;
-        stop.request_stop();
-        return;
-      }
-    }
+  std::optional<SignalThread> signals(std::in_place, [&](int signal) {
+    if (signalled == 0)
+      signalled = signal;
+    stop.request_stop();
   });
-  const auto end_signals = [&] {
-    waiting = false;
-    // SIGCHLD is one of the signals it waits for, and no child runs yet: it wakes, and ends.
-    pthread_kill(signals.native_handle(), SIGCHLD);
-    signals.join();
-  };
+  const auto end_signals = [&] { signals.reset(); };
   const auto held = [](auto token) -> std::optional<HeldLease> {
     if (token)
       return HeldLease(std::move(*token));

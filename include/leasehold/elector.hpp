@@ -2,11 +2,13 @@
 //
 //   const leasehold::Election<std::string> schedulers{"scheduler", 10s};
 //   std::stop_source shutdown;                      // requested at SIGTERM, say
+//   leasehold::ElectorOptions options;
+//   options.value = "10.0.0.7:8080";                // what leader() shows in its terms
 //   leasehold::run_elector(redis, schedulers, std::string("eu"),
 //       [&](const leasehold::Term<std::string>& term, std::stop_token stop) {
 //         run_scheduler(term.number, stop);         // lead until `stop`; return to resign
 //       },
-//       {.value = "10.0.0.7:8080"}, shutdown.get_token());
+//       options, shutdown.get_token());
 //
 // Each round campaigns (waits in turn, as long as it takes), then calls the work on this thread
 // with the term: a fencing number strictly increasing per name, and the leader's token (to

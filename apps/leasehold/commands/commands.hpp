@@ -18,5 +18,7 @@ void add_hold(CLI::App& app, Invocation& invocation);
 void add_extend(CLI::App& app, Invocation& invocation);
 void add_top(CLI::App& app, Invocation& invocation);
 void add_doctor(CLI::App& app, Invocation& invocation);
+void add_elect(CLI::App& app, Invocation& invocation);
+void add_leader(CLI::App& app, Invocation& invocation);
 
 }  // namespace leasehold::cli

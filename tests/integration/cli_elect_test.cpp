@@ -1,0 +1,177 @@
+// leasehold elect and leasehold leader against a real redis-server: COMMAND runs only while its
+// elect leads, with its term and name; the status file exists exactly while leading; a second
+// elect waits and leads with a larger term; --rejoin stands again; a forced release deposes the
+// leader (exit 75); signals reach the command; leader shows who leads, as text and JSON, or exits
+// 3; hostile values are shown without their control bytes.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_fixture.hpp"
+#include "eventually.hpp"
+#include "leasehold/leasehold.hpp"
+
+namespace leasehold {
+namespace {
+
+using namespace std::chrono_literals;
+using cli_testing::CliTest;
+using cli_testing::shows_no_control;
+using cli_testing::until_exists;
+using testing::eventually;
+
+class CliElectTest : public CliTest {
+ protected:
+  std::string leader_key() const { return "leasehold:Election:{elect:" + name_ + "}"; }
+  bool exists_file(const std::string& path) const { return ::access(path.c_str(), F_OK) == 0; }
+};
+
+std::vector<long long> numbers_in(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<long long> numbers;
+  for (long long n = 0; in >> n;)
+    numbers.push_back(n);
+  return numbers;
+}
+
+TEST_F(CliElectTest, TheCommandRunsWhileLeadingWithItsTermAndTheStatusFileExistsMeanwhile) {
+  const std::string status = file("-status");
+  const std::string seen = file("-seen");
+  auto elect = cli({"elect", "--status-file", status, name_, "--", "sh", "-c",
+                    "echo \"$LEASEHOLD_NAME $LEASEHOLD_TERM\"; test -e " + status + " && touch " +
+                        seen + "; exit 3"});
+  EXPECT_EQ(elect.wait(), 3) << "the command's status";
+  EXPECT_EQ(elect.out(), name_ + " 1\n") << "its first term";
+  EXPECT_TRUE(exists_file(seen)) << "the status file existed while leading";
+  EXPECT_FALSE(exists_file(status)) << "and is gone after";
+  EXPECT_FALSE(exists(leader_key())) << "resigned on the way out";
+  auto leader = cli({"leader", name_});
+  EXPECT_EQ(leader.wait(), 3) << "nobody leads";
+  EXPECT_EQ(leader.out(), "nobody leads '" + name_ + "'\n");
+}
+
+TEST_F(CliElectTest, ASecondElectWaitsAndLeadsWhenTheFirstEndsWithALargerTerm) {
+  const std::string release = file("-release");
+  auto first = cli({"elect", "--value", "10.0.0.1:80", name_, "--", "sh", "-c",
+                    "echo $LEASEHOLD_TERM; " + until_exists(release)});
+  ASSERT_TRUE(eventually([&] { return exists(leader_key()); }));
+  auto second = cli({"elect", name_, "--", "sh", "-c", "echo $LEASEHOLD_TERM"});
+  const std::string queue = leader_key() + ":queue";
+  ASSERT_TRUE(eventually([&] { return server_->command({"ZCARD", queue}).integer == 1; }))
+      << "the second waits while the first leads";
+  auto shown = cli({"leader", "--json", name_});
+  ASSERT_EQ(shown.wait(), 0);
+  const auto json = nlohmann::json::parse(shown.out());
+  EXPECT_EQ(json["value"], "10.0.0.1:80");
+  EXPECT_EQ(json["pid"], first.pid());
+  EXPECT_GE(json["held_ms"].get<long long>(), 0);
+  for (const char* field : {"host", "label", "term"})
+    EXPECT_TRUE(json.contains(field)) << field;
+  auto text = cli({"leader", name_});
+  ASSERT_EQ(text.wait(), 0);
+  EXPECT_NE(text.out().find("pid " + std::to_string(first.pid())), std::string::npos) << text.out();
+  std::ofstream{release} << "go\n";
+  EXPECT_EQ(first.wait(), 0);
+  EXPECT_EQ(second.wait(), 0);
+  const auto first_term = numbers_in(first.out());
+  const auto second_term = numbers_in(second.out());
+  ASSERT_EQ(first_term.size(), 1u);
+  ASSERT_EQ(second_term.size(), 1u);
+  EXPECT_GT(second_term[0], first_term[0]);
+  EXPECT_EQ(json["term"], first_term[0]);
+}
+
+// With --rejoin, elect stands again after each term and runs the command again, each time with a
+// larger term, until it is told to stop.
+TEST_F(CliElectTest, WithRejoinItRunsTheCommandAgainInEachNewTerm) {
+  const std::string terms = file("-terms");
+  auto elect = cli({"elect", "--rejoin", name_, "--", "sh", "-c",
+                    "echo $LEASEHOLD_TERM >> " + terms + "; sleep 0.05"});
+  ASSERT_TRUE(eventually([&] { return numbers_in(testing::read_file(terms)).size() >= 3; }));
+  elect.signal(SIGTERM);
+  const int code = elect.wait();
+  EXPECT_TRUE(code == 0 || code == 128 + SIGTERM) << code;
+  const auto numbers = numbers_in(testing::read_file(terms));
+  for (std::size_t i = 1; i < numbers.size(); ++i)
+    EXPECT_GT(numbers[i], numbers[i - 1]);
+  EXPECT_FALSE(exists(leader_key())) << "resigned on the way out";
+}
+
+// An operator's release --force deposes the leader: its command is terminated, and elect exits
+// 75 (without --rejoin) saying so.
+TEST_F(CliElectTest, AForcedReleaseDeposesTheLeaderWhoseElectExits75) {
+  const std::string started = file("-started");
+  const std::string terminated = file("-terminated");
+  auto elect = cli({"elect", "-t", "600ms", name_, "--", "sh", "-c",
+                    "trap 'touch " + terminated + "; exit 0' TERM; touch " + started +
+                        "; while :; do sleep 0.05; done"});
+  ASSERT_TRUE(eventually([&] { return exists_file(started); }));
+  auto release = cli({"release", "--force", name_});
+  EXPECT_EQ(release.wait(), 0);
+  EXPECT_NE(release.out().find("the leader of term 1"), std::string::npos) << release.out();
+  EXPECT_EQ(elect.wait(), 75);
+  EXPECT_TRUE(exists_file(terminated)) << "the command was sent SIGTERM";
+  EXPECT_NE(elect.err().find("lost the leadership"), std::string::npos) << elect.err();
+}
+
+// SIGTERM to elect goes to the command, as run passes it on; elect then exits with the command's
+// status and resigns.
+TEST_F(CliElectTest, ASignalIsPassedToTheCommandAndElectResigns) {
+  const std::string started = file("-started");
+  auto elect = cli({"elect", name_, "--", "sh", "-c",
+                    "trap 'exit 7' TERM; touch " + started + "; while :; do sleep 0.05; done"});
+  ASSERT_TRUE(eventually([&] { return exists_file(started); }));
+  elect.signal(SIGTERM);
+  EXPECT_EQ(elect.wait(), 7);
+  EXPECT_FALSE(exists(leader_key())) << "resigned";
+}
+
+// A signal while elect waits to lead ends it with 128 + the signal, leaving no place behind.
+TEST_F(CliElectTest, ASignalWhileStandingEndsElectWithNoPlaceLeft) {
+  const std::string release = file("-release");
+  auto leader = cli({"elect", name_, "--", "sh", "-c", until_exists(release)});
+  ASSERT_TRUE(eventually([&] { return exists(leader_key()); }));
+  auto standing = cli({"elect", name_, "--", "true"});
+  const std::string queue = leader_key() + ":queue";
+  ASSERT_TRUE(eventually([&] { return server_->command({"ZCARD", queue}).integer == 1; }));
+  standing.signal(SIGINT);
+  EXPECT_EQ(standing.wait(), 128 + SIGINT);
+  EXPECT_EQ(server_->command({"ZCARD", queue}).integer, 0);
+  std::ofstream{release} << "go\n";
+  EXPECT_EQ(leader.wait(), 0);
+}
+
+TEST_F(CliElectTest, AHostileValueAndLabelAreShownWithoutTheirControlBytes) {
+  const std::string release = file("-release");
+  auto elect = cli({"elect", "--value", "\x1b[31mred\x07", name_, "--", "sh", "-c",
+                    "# \x1b]0;title\x07\n" + until_exists(release)});
+  ASSERT_TRUE(eventually([&] { return exists(leader_key()); }));
+  auto text = cli({"leader", name_});
+  ASSERT_EQ(text.wait(), 0);
+  EXPECT_TRUE(shows_no_control(text.out()));
+  auto json = cli({"leader", "--json", name_});
+  ASSERT_EQ(json.wait(), 0);
+  EXPECT_TRUE(shows_no_control(json.out()));
+  EXPECT_EQ(nlohmann::json::parse(json.out())["value"], "\x1b[31mred\x07");
+  std::ofstream{release} << "go\n";
+  EXPECT_EQ(elect.wait(), 0);
+}
+
+TEST_F(CliElectTest, BadInputIsAUsageError) {
+  auto no_command = cli({"elect", name_});
+  EXPECT_EQ(no_command.wait(), 64);
+  EXPECT_NE(no_command.err().find("no COMMAND"), std::string::npos) << no_command.err();
+  auto short_ttl = cli({"elect", "-t", "1ms", name_, "--", "true"});
+  EXPECT_EQ(short_ttl.wait(), 64);
+  auto no_name = cli({"leader"});
+  EXPECT_EQ(no_name.wait(), 64);
+}
+
+}  // namespace
+}  // namespace leasehold
