@@ -20,12 +20,13 @@ struct NameStatus {
   std::optional<LeaseInfo> cron;
   std::vector<LeaseInfo> permits;  // the holders of `run --limit` permits
   std::uint64_t permit_count = 0;  // the count of the last grant
+  std::optional<Leader> leader;    // of the name's election (leasehold elect)
 };
 
 // The leases read for a name as `status` shows them; a failure (a key of another type among the
 // name's) is thrown.
 NameStatus name_status(const NameLeases& leases) {
-  NameStatus status{leases.name, {}, {}, {}, {}, 0};
+  NameStatus status{leases.name, {}, {}, {}, {}, 0, leases.leader.value()};
   for (const LeaseInfo& lease : leases.run.value().leases) {
     if (lease.kind == LeaseInfo::Kind::exclusive)
       status.writer = lease;
@@ -63,13 +64,16 @@ Json status_json(const NameStatus& status) {
           {"writer", status.writer ? lease_json(*status.writer) : Json()},
           {"readers", leases_json(status.readers)},
           {"cron", status.cron ? lease_json(*status.cron) : Json()},
-          {"permits", {{"count", status.permit_count}, {"holders", leases_json(status.permits)}}}};
+          {"permits", {{"count", status.permit_count}, {"holders", leases_json(status.permits)}}},
+          {"leader", status.leader ? leader_json(*status.leader) : Json()}};
 }
 
 // A name's line of `status`, displayable: "NAME: free", "NAME: held exclusively by …", ...
 std::string status_line(const NameStatus& status) {
   std::string line = status.name + ": ";
-  if (!status.writer && status.readers.empty() && !status.cron && status.permits.empty())
+  const bool nothing_else =
+      !status.writer && status.readers.empty() && !status.cron && status.permits.empty();
+  if (nothing_else && !status.leader)
     line += "free";
   if (status.writer)
     line += "held exclusively by " + lease_text(*status.writer);
@@ -89,6 +93,8 @@ std::string status_line(const NameStatus& status) {
     for (const auto& permit : status.permits)
       line += " " + lease_text(permit);
   }
+  if (status.leader)  // leader_text() is displayable already
+    return displayable(line) + (nothing_else ? "" : "; ") + "led in " + leader_text(*status.leader);
   return displayable(line);
 }
 
@@ -102,6 +108,31 @@ Json holder_json(const std::optional<Holder>& holder) {
           {"label", holder->label},
           {"taken_at_ms",
            std::chrono::duration_cast<milliseconds>(holder->taken_at.time_since_epoch()).count()}};
+}
+
+namespace {
+
+// How long `leader` has led, by the servers' clock; nothing without its identity.
+std::optional<milliseconds> held_for(const Leader& leader) {
+  if (!leader.holder)
+    return std::nullopt;
+  return std::max(milliseconds::zero(), std::chrono::duration_cast<milliseconds>(
+                                            server_clock_now() - leader.holder->taken_at));
+}
+
+}  // namespace
+
+// {"host", "pid", "label", "value", "term", "held_ms"}: null where the leader did not say.
+Json leader_json(const Leader& leader) {
+  Json json;
+  json["host"] = leader.holder ? Json(leader.holder->host) : Json(nullptr);
+  json["pid"] = leader.holder ? Json(leader.holder->pid) : Json(nullptr);
+  json["label"] = leader.holder ? Json(leader.holder->label) : Json(nullptr);
+  json["value"] = leader.value ? Json(*leader.value) : Json(nullptr);
+  json["term"] = leader.term;
+  const auto held = held_for(leader);
+  json["held_ms"] = held ? Json(held->count()) : Json(nullptr);
+  return json;
 }
 
 std::string json_text(const Json& json) {
@@ -264,6 +295,8 @@ std::optional<std::string> lease_name_of_key(const Globals& globals, const std::
   if (auto name = run_lock(globals, any_ttl).name_of_key(key))
     return name;
   if (auto name = run_semaphore(globals, any_ttl, 1).name_of_key(key))
+    return name;
+  if (auto name = elect_election(globals, any_ttl).name_of_key(key))
     return name;
   return cron_lock(globals, any_ttl).name_of_key(key);
 }

@@ -55,6 +55,8 @@ void add_lease_names(const Globals& globals, const std::string& pattern,
 
 // {"host", "pid", "label", "taken_at_ms"}, or null for a lease taken without identity.
 Json holder_json(const std::optional<Holder>& holder);
+// {"host", "pid", "label", "value", "term", "held_ms"}: null where the leader did not say.
+Json leader_json(const Leader& leader);
 // One line of JSON, in ASCII: other characters \u-escaped, so that none of the C1 controls a name
 // may hold reaches a terminal as it is; bytes that are not UTF-8 become U+FFFD.
 std::string json_text(const Json& json);

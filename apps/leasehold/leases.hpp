@@ -14,6 +14,7 @@ struct NameLeases {
   Result<LeaseStatus> run;      // the writer (exclusive) and readers (shared), waiters, fence
   Result<LeaseStatus> permits;  // `run --limit` permits
   Result<LeaseStatus> cron;     // the cron interval's lease
+  Result<std::optional<Leader>> leader;  // who leads the name's election (leasehold elect)
 };
 
 // Every name's leases, read in one batch: one round trip (one per node on a cluster).
@@ -24,5 +25,9 @@ std::vector<NameLeases> read_leases(const Globals& globals, Client& redis,
 // without a holder's identity "02b93aa7… (18 s left)". Its token, host and label are displayable
 // (another client's value, or a holder's identity, may hold any bytes).
 std::string lease_text(const LeaseInfo& lease);
+
+// A leader for a terminal: "term 7: web-3, pid 4121, "scheduler --eu", for 12 s; value
+// "10.0.0.7:8080"; 18 s left", displayable as lease_text() is.
+std::string leader_text(const Leader& leader);
 
 }  // namespace leasehold::cli

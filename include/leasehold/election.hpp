@@ -55,6 +55,12 @@ class Election {
   // The term counter, "<key>:term", and the proclaimed value, "<key>:value", in its hash slot.
   std::string term_key(const N& name) const { return tagged_key(name, ":term"); }
   std::string value_key(const N& name) const { return value_key_of(key(name)); }
+  // The name whose leader key `key` is (a key found by SCAN), or nothing for any other key.
+  std::optional<std::string> name_of_key(
+      std::string_view key) const requires std::same_as<N, std::string> {
+    return detail::name_in_tagged_key(
+        key, std::string(prefix_) + ":Election:{" + std::string(ns_) + ":", {""});
+  }
 
   // A campaign for `name`, for wait_until() (wait.hpp): the campaigner takes a place in the
   // name's queue, is told when the leader goes, and leads with a token whose fence() is its

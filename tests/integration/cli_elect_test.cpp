@@ -63,8 +63,9 @@ TEST_F(CliElectTest, ASecondElectWaitsAndLeadsWhenTheFirstEndsWithALargerTerm) {
   ASSERT_TRUE(eventually([&] { return exists(leader_key()); }));
   auto second = cli({"elect", name_, "--", "sh", "-c", "echo $LEASEHOLD_TERM"});
   const std::string queue = leader_key() + ":queue";
-  ASSERT_TRUE(eventually([&] { return server_->command({"ZCARD", queue}).integer == 1; }))
-      << "the second waits while the first leads";
+  ASSERT_TRUE(eventually([&] {
+    return server_->command({"ZCARD", queue}).integer == 1;
+  })) << "the second waits while the first leads";
   auto shown = cli({"leader", "--json", name_});
   ASSERT_EQ(shown.wait(), 0);
   const auto json = nlohmann::json::parse(shown.out());
@@ -159,6 +160,35 @@ TEST_F(CliElectTest, AHostileValueAndLabelAreShownWithoutTheirControlBytes) {
   ASSERT_EQ(json.wait(), 0);
   EXPECT_TRUE(shows_no_control(json.out()));
   EXPECT_EQ(nlohmann::json::parse(json.out())["value"], "\x1b[31mred\x07");
+  std::ofstream{release} << "go\n";
+  EXPECT_EQ(elect.wait(), 0);
+}
+
+// status, list and top show an election's leader beside a name's other leases.
+TEST_F(CliElectTest, StatusListAndTopShowTheLeader) {
+  const std::string release = file("-release");
+  auto elect = cli({"--prefix", prefix_, "elect", "--value", "v1", name_, "--", "sh", "-c",
+                    until_exists(release)});
+  ASSERT_TRUE(eventually([&] { return exists(prefix_ + ":Election:{elect:" + name_ + "}"); }));
+  auto status = cli({"--prefix", prefix_, "status", name_});
+  ASSERT_EQ(status.wait(), 0);
+  EXPECT_EQ(status.out().rfind(name_ + ": led in term 1: ", 0), 0u) << status.out();
+  EXPECT_NE(status.out().find("value \"v1\""), std::string::npos) << status.out();
+  auto status_json = cli({"--prefix", prefix_, "status", "--json", name_});
+  ASSERT_EQ(status_json.wait(), 0);
+  const auto statuses = nlohmann::json::parse(status_json.out());
+  EXPECT_EQ(statuses.at(0)["leader"]["term"], 1);
+  EXPECT_EQ(statuses.at(0)["leader"]["pid"], elect.pid());
+  auto list = cli({"--prefix", prefix_, "list"});
+  ASSERT_EQ(list.wait(), 0);
+  EXPECT_EQ(list.out().rfind(name_ + ": led in term 1", 0), 0u) << list.out();
+  auto top = cli({"--prefix", prefix_, "top", "--json"});
+  ASSERT_EQ(top.wait(), 0);
+  const auto rows = nlohmann::json::parse(top.out());
+  ASSERT_EQ(rows.size(), 1u) << top.out();
+  EXPECT_EQ(rows[0]["kind"], "leader");
+  EXPECT_EQ(rows[0]["name"], name_);
+  EXPECT_EQ(rows[0]["fence"], 1) << "a leader's fence is its term";
   std::ofstream{release} << "go\n";
   EXPECT_EQ(elect.wait(), 0);
 }

@@ -44,7 +44,8 @@ Cells cells_of(const Row& row, const Style& style) {
   }
   cells[kLeft] = format_duration(milliseconds(std::max(0LL, row.ms_left)));
   cells[kRead] = run ? std::to_string(row.readers) : "";
-  cells[kWait] = row.kind != Kind::cron ? std::to_string(row.waiters) : "";
+  cells[kWait] =
+      row.kind != Kind::cron && row.kind != Kind::leader ? std::to_string(row.waiters) : "";
   cells[kFence] = row.fence ? std::to_string(*row.fence) : "";
   return cells;
 }

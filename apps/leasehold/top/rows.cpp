@@ -49,12 +49,17 @@ void add_name_rows(const NameLeases& name, std::vector<Row>& rows) {
                           fence_of(name.permits)));
   for (const LeaseInfo& lease : leases_of(name.cron))
     rows.push_back(row_of(name.name, Kind::cron, lease, 0, 0, std::nullopt));
+  if (name.leader && *name.leader) {
+    const Leader& leader = **name.leader;
+    rows.push_back(Row{name.name, Kind::leader, leader.id_prefix, leader.time_left.count(),
+                       leader.holder, 0, 0, static_cast<long long>(leader.term)});
+  }
 }
 
 }  // namespace
 
 std::string_view kind_name(Kind kind) {
-  constexpr std::string_view names[] = {"exclusive", "shared", "permit", "cron"};
+  constexpr std::string_view names[] = {"exclusive", "shared", "permit", "cron", "leader"};
   return names[static_cast<std::size_t>(kind)];
 }
 

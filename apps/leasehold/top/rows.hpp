@@ -12,7 +12,7 @@
 
 namespace leasehold::cli::top_parts {
 
-enum class Kind { exclusive, shared, permit, cron };  // the order of a name's rows
+enum class Kind { exclusive, shared, permit, cron, leader };  // the order of a name's rows
 
 std::string_view kind_name(Kind kind);
 
@@ -23,9 +23,9 @@ struct Row {
   std::string token;  // the first 8 hex digits of its id
   long long ms_left = 0;
   std::optional<Holder> holder;
-  long long readers = 0;  // exclusive and shared rows: the name's shared leases
-  long long waiters = 0;  // the queue of the run lease, or of the permits
-  std::optional<long long> fence;
+  long long readers = 0;           // exclusive and shared rows: the name's shared leases
+  long long waiters = 0;           // the queue of the run lease, or of the permits
+  std::optional<long long> fence;  // a leader's: its term
 };
 
 // Every lease of `names`, in one round trip (a cluster's: one per master).
