@@ -50,6 +50,12 @@ struct Term {
   const LockToken<Election<N>>& leader;  // the leader's lease: proclaim() with it
 };
 
+// What leads a term: called with the term and a stop token, on the elector's thread.
+template <class F, class N>
+concept TermWork = requires(F& work, const Term<N>& term, std::stop_token stop) {
+  work(term, stop);
+};
+
 // How a term ended.
 enum class TermEnd {
   resigned,  // the work returned by itself, and the elector resigned
@@ -151,11 +157,9 @@ Deposed lead_one_term(Client& client, const Election<N>& election,
 // waits: its place in the queue is given up, and a lease it held is resigned or lost. A campaign
 // that fails for a transient reason (Redis down) goes on waiting; any other failure (a refused
 // ACL, a key of the wrong type) throws its Error. Not on the client's I/O thread.
-template <LockNameType N, class Lead>
-requires std::invocable < Lead&, const Term<N>
-&, std::stop_token > void run_elector(Client& client, const Election<N>& election, const N& name,
-                                      Lead&& lead, const ElectorOptions& options = {},
-                                      std::stop_token stop = {}) {
+template <LockNameType N, TermWork<N> Lead>
+void run_elector(Client& client, const Election<N>& election, const N& name, Lead&& lead,
+                 const ElectorOptions& options = {}, std::stop_token stop = {}) {
   while (!stop.stop_requested()) {
     const std::optional<LockToken<Election<N>>> leader = wait_until(
         client, election.campaign(name), Clock::time_point::max(), options.waiting, stop);
