@@ -145,6 +145,69 @@ TEST_F(ElectorTest, ALeaderForcedOutIsStoppedAndStandsAgain) {
   EXPECT_TRUE(nobody_leads());
 }
 
+// A leader cut off from Redis (the server paused) has its work stopped at its lease's deadline
+// by its own clock, before Redis can expire the lease, and is told the Redis error; once Redis
+// answers again it stands again, and leads in a new term.
+TEST(ElectorUnreachable, ALeaderCutOffIsStoppedAtItsDeadlineAndStandsAgain) {
+  testing::RedisServer server;
+  ClientOptions options;
+  options.command_timeout = 100ms;
+  Client redis(server.unix_url(), options);
+  const Election<std::string> elections{"scheduler", 600ms};
+  std::stop_source stop;
+  std::mutex mutex;
+  std::vector<std::uint64_t> terms;
+  std::vector<Deposed> deposed;
+  Clock::time_point stopped_at;
+  Clock::time_point deadline_then;
+  ElectorOptions elector;
+  elector.waiting.recheck_unwatched = 100ms;
+  elector.deposed = [&](const Deposed& d) {
+    std::lock_guard lock(mutex);
+    deposed.push_back(d);
+  };
+  std::thread runner([&] {
+    run_elector(
+        redis, elections, std::string("job"),
+        [&](const Term<std::string>& term, std::stop_token work_stop) {
+          {
+            std::lock_guard lock(mutex);
+            terms.push_back(term.number);
+            if (terms.size() == 2) {
+              stop.request_stop();
+              return;
+            }
+          }
+          while (!work_stop.stop_requested())
+            std::this_thread::sleep_for(2ms);
+          stopped_at = Clock::now();
+          deadline_then = term.leader.deadline();
+        },
+        elector, stop.get_token());
+  });
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(mutex);
+    return terms.size() == 1;
+  }));
+  server.pause();
+  const bool told = eventually(
+      [&] {
+        std::lock_guard lock(mutex);
+        return !deposed.empty();
+      },
+      3s);
+  server.resume();
+  runner.join();
+  ASSERT_TRUE(told);
+  EXPECT_GE(stopped_at, deadline_then) << "uncertain until the deadline, not lost before it";
+  EXPECT_LT(stopped_at - deadline_then, 150ms) << "stopped at the deadline";
+  ASSERT_EQ(deposed.size(), 2u);
+  EXPECT_EQ(deposed[0].how, TermEnd::lost);
+  EXPECT_EQ(deposed[0].cause, errc::command_timeout) << deposed[0].cause.message();
+  ASSERT_EQ(terms.size(), 2u) << "it stood again after the loss";
+  EXPECT_GT(terms[1], terms[0]);
+}
+
 // Stopping the elector while it leads stops the work, resigns at once (the next campaigner
 // leads within a moment, not a TTL), and returns.
 TEST_F(ElectorTest, AStoppedLeaderResignsAndItsSuccessorLeadsAtOnce) {
