@@ -4,6 +4,7 @@
 //
 //   rtt          the round trip of a PING through one Client (the reference)
 //   notified     release -> the waiter's lock_until returns (told by the release)
+//   elected      an Election's leader resigns -> the next campaigner's wait returns
 //   polling      the same with a waiter that retries try_lock every --poll-ms (no queue)
 //   crash        the holder's key expires (never released) -> the waiter's lock_until returns
 //   dead_head    release -> lock_until returns for the waiter behind a head that died
@@ -186,6 +187,31 @@ std::vector<double> notified(leasehold::Client& holder, leasehold::Client& waite
   return micros;
 }
 
+// The same for an Election: the leader resigns once a campaigner is queued; the campaigner notes
+// when its wait returned, leading.
+std::vector<double> elected(leasehold::Client& holder, leasehold::Client& waiter,
+                            std::uint64_t samples) {
+  const leasehold::Election<std::string> elections{"handoff", 30s};
+  std::vector<double> micros;
+  for (std::uint64_t i = 0; i < samples; ++i) {
+    const std::string name = "e" + std::to_string(i);
+    auto leader = leasehold::wait_for(holder, elections.campaign(name), 10s);
+    Clock::time_point got_at;
+    std::thread campaign([&] {
+      auto next = leasehold::wait_for(waiter, elections.campaign(name), 10s);
+      got_at = Clock::now();
+      if (next)
+        waiter.process(elections.resign(*next));
+    });
+    await([&] { return queued(holder, elections.key(name)) == 1; });
+    const auto resigned_at = Clock::now();
+    holder.process(elections.resign(*leader));
+    campaign.join();
+    micros.push_back(Micros(got_at - resigned_at).count());
+  }
+  return micros;
+}
+
 std::vector<double> polling(leasehold::Client& holder, leasehold::Client& waiter,
                             std::uint64_t samples, std::chrono::milliseconds poll) {
   const leasehold::Lock<std::string> locks{"handoff-poll", 30s};
@@ -313,6 +339,7 @@ int main(int argc, char** argv) {
     leasehold::Client waiter(options.url);
     report("rtt", rtt(holder, options.samples));
     report("notified", notified(holder, waiter, options.samples));
+    report("elected", elected(holder, waiter, options.samples));
     report("polling poll_ms=" + std::to_string(options.poll_ms),
            polling(holder, waiter, std::max<std::uint64_t>(1, options.samples / 4),
                    std::chrono::milliseconds(options.poll_ms)));
