@@ -64,7 +64,8 @@ std::vector<ForeignKey> keys_of_another_type(const Globals& globals, Client& red
                                              const std::string& name) {
   const auto run = run_lock(globals, std::chrono::milliseconds(1000));
   const auto permits = run_semaphore(globals, std::chrono::milliseconds(1000), 1);
-  // The run's and the permits' keys share a hash slot; the cron job's take two others.
+  // The run's and the permits' keys share a hash slot; the cron job's take two others, and the
+  // election's one more.
   std::vector<FindForeignKeys> batch;
   std::vector<LeaseKey> run_keys = lease_keys(run, name);
   for (LeaseKey& key : lease_keys(permits, name))
@@ -72,6 +73,9 @@ std::vector<ForeignKey> keys_of_another_type(const Globals& globals, Client& red
   batch.push_back(foreign_keys(std::move(run_keys)));
   for (std::vector<LeaseKey>& keys : cron::once_per_interval_keys(name, globals.prefix))
     batch.push_back(foreign_keys(std::move(keys)));
+  // The election's keys (leasehold elect) share a slot of their own.
+  batch.push_back(
+      foreign_keys(lease_keys(elect_election(globals, std::chrono::milliseconds(1000)), name)));
   std::vector<ForeignKey> found;
   for (Result<std::vector<ForeignKey>>& result : redis.process(batch)) {
     if (!result && result.error() == errc::no_permission)

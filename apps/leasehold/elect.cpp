@@ -7,7 +7,6 @@
 #endif
 
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <stop_token>
@@ -137,15 +136,6 @@ void validate(const ElectOptions& options) {
     throw UsageError{"--ttl: must be at least 10ms"};
 }
 
-[[noreturn]] void exit_elect_failure(const std::string& name, const Error& e) {
-  if (e.code() != errc::wrong_type)
-    exit_unavailable(e);
-  warn("a key of the election '" + name + "' holds a value of another type (" + e.what() +
-       "): delete it, or choose another name");
-  std::fflush(nullptr);  // as exit_failure() does: the client's thread still runs
-  std::_Exit(kExitDataErr);
-}
-
 }  // namespace
 
 int elect(const Globals& globals, const ElectOptions& options) {
@@ -182,7 +172,7 @@ int elect(const Globals& globals, const ElectOptions& options) {
         },
         elector, stop.get_token());
   } catch (const Error& e) {
-    exit_elect_failure(options.name, e);
+    exit_failure(globals, redis, options.name, e);  // a key of another type: named, exit 65
   }
   if (current.standing_ended())
     return 128 + current.signalled();

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "leasehold/detail/describe.hpp"
+#include "leasehold/election.hpp"
 #include "leasehold/holder.hpp"
 #include "leasehold/lease_info.hpp"
 #include "leasehold/lock.hpp"
@@ -169,6 +170,16 @@ std::vector<LeaseKey> lease_keys(const Semaphore<N>& semaphore, const N& name) {
           {semaphore.fence_key(name), "string"},
           {detail::queue_key(holders), "zset"},
           {detail::tickets_key(holders), "zset"}};
+}
+
+template <LockNameType N>
+std::vector<LeaseKey> lease_keys(const Election<N>& election, const N& name) {
+  const std::string leader = election.key(name);
+  return {{leader, "string"},
+          {election.term_key(name), "string"},
+          {election.value_key(name), "string"},
+          {detail::queue_key(leader), "zset"},
+          {detail::tickets_key(leader), "zset"}};
 }
 
 // A key among a name's that holds another type of value than leasehold keeps there: something

@@ -193,6 +193,21 @@ TEST_F(CliElectTest, StatusListAndTopShowTheLeader) {
   EXPECT_EQ(elect.wait(), 0);
 }
 
+// A key of the election that holds another type (something else wrote it) is named, with the
+// way out: release --force removes it, and elect then leads.
+TEST_F(CliElectTest, AnElectionKeyOfAnotherTypeIsNamedAndExits65UntilForcedOut) {
+  server_->command({"HSET", leader_key(), "field", "value"});
+  auto elect = cli({"elect", name_, "--", "true"});
+  EXPECT_EQ(elect.wait(), 65);
+  EXPECT_NE(elect.err().find(leader_key() + " holds a hash"), std::string::npos) << elect.err();
+  EXPECT_NE(elect.err().find("release --force"), std::string::npos) << elect.err();
+  auto release = cli({"release", "--force", name_});
+  EXPECT_EQ(release.wait(), 0);
+  EXPECT_NE(release.out().find("removed " + leader_key()), std::string::npos) << release.out();
+  auto again = cli({"elect", name_, "--", "true"});
+  EXPECT_EQ(again.wait(), 0);
+}
+
 TEST_F(CliElectTest, BadInputIsAUsageError) {
   auto no_command = cli({"elect", name_});
   EXPECT_EQ(no_command.wait(), 64);
