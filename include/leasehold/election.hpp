@@ -30,6 +30,7 @@
 #include "leasehold/lock.hpp"
 #include "leasehold/query.hpp"
 #include "leasehold/turn.hpp"
+#include "leasehold/watch.hpp"
 
 namespace leasehold {
 
@@ -67,15 +68,15 @@ class Election {
   // term. Its lease is a lease like a Lock's: extend it (while_held, KeepAlive) or lose it.
   InTurn<LockToken<Election>> campaign(const N& name) const {
     return detail::TurnAccess::make<LockToken<Election>>(
-        detail::lock_turn(key(name), ttl_, term_key(name)));
+        detail::lock_turn(key(name), ttl_, term_key(name), value_key(name)));
   }
 
   // Publishes `value` as the leader's, for this term: a query yielding true, or false when
   // `leader` no longer leads (its lease ran out, or it resigned).
   detail::Proclaim<Election> proclaim(const LockToken<Election>& leader,
                                       std::string_view value) const {
-    return detail::Proclaim<Election>(leader.key(), value_key_of(leader.key()), leader.value(),
-                                      value);
+    return detail::Proclaim<Election>(leader.key(), value_key_of(leader.key()),
+                                      term_key_of(leader.key()), leader.value(), value);
   }
 
   // Gives the leadership up, token-checked: a query yielding true, or false when `leader` did
@@ -87,6 +88,14 @@ class Election {
   // Who leads `name` now: a query yielding std::optional<Leader> (none when nobody does).
   detail::LeaderQuery<Election> leader(const N& name) const {
     return detail::LeaderQuery<Election>(key(name), term_key(name), value_key(name));
+  }
+
+  // Who leads `name`, watched (watch.hpp): the leader now, then each new leader, each value a
+  // leader proclaims, and each time nobody leads (a resign, an expiry, a deposition), for a
+  // Watch to run.
+  Observed<std::optional<Leader>> observe(const N& name) const {
+    return detail::WatchAccess::make<std::optional<Leader>>(
+        detail::WatchTarget{key(name), term_key(name), value_key(name)}, &detail::leader_seen);
   }
 
   // An operator's query: deposes whoever leads `name` and tells the campaigners; yields 1 if it
@@ -102,6 +111,7 @@ class Election {
     return detail::tagged_name_key(prefix_, "Election", ns_, raw, suffix);
   }
   static std::string value_key_of(std::string_view key) { return std::string(key) + ":value"; }
+  static std::string term_key_of(std::string_view key) { return std::string(key) + ":term"; }
 
   std::string_view ns_;
   std::string_view prefix_;

@@ -28,5 +28,6 @@
 #include "leasehold/url.hpp"
 #include "leasehold/version.hpp"
 #include "leasehold/wait.hpp"
+#include "leasehold/watch.hpp"
 #include "leasehold/while_held.hpp"
 #include "leasehold/with_lock.hpp"

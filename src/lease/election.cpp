@@ -7,10 +7,13 @@ namespace leasehold::detail {
 // The scripts' contracts are in src/lease/scripts/.
 
 Request proclaim_request(std::string_view key, std::string_view value_key,
-                         std::string_view lease_value, std::string_view value) {
+                         std::string_view term_key, std::string_view lease_value,
+                         std::string_view value) {
   static const Script script{std::string(lua::election_proclaim)};
-  const std::string_view keys[] = {key, value_key};
-  const std::string_view args[] = {lease_value, value};
+  const std::string observed = observed_key(key);
+  const std::string changed = changed_channel(key);
+  const std::string_view keys[] = {key, value_key, term_key, observed};
+  const std::string_view args[] = {lease_value, value, changed};
   return Request::script(script, keys, args).retry_safe();
 }
 
@@ -44,6 +47,19 @@ Result<std::optional<Leader>> parse_leader(const Reply& reply) {
   if (!e[3].is_nil())
     leader.value = e[3].str;
   return std::optional<Leader>(std::move(leader));
+}
+
+std::optional<Leader> leader_seen(const SeenLease& seen) {
+  if (seen.lease.empty())
+    return std::nullopt;
+  const StoredLease lease = read_stored_lease(seen.lease);
+  Leader leader;
+  leader.id_prefix = lease.id_hex.substr(0, 8);
+  leader.holder = lease.holder;
+  leader.time_left = seen.time_left;
+  leader.term = seen.term;
+  leader.value = seen.proclaimed;
+  return leader;
 }
 
 }  // namespace leasehold::detail

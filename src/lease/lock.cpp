@@ -14,14 +14,16 @@ const Script& lock_release_script() {
 }
 
 Request lock_release_request(std::string_view key, std::string_view id_hex) {
-  const std::string_view keys[] = {key};
+  const std::string observed = observed_key(key);
+  const std::string_view keys[] = {key, observed};
   const std::string_view id[] = {id_hex};
-  // The script names the channel of a key with a hash tag, or without braces; braces that make
+  // The script names the channels of a key with a hash tag, or without braces; braces that make
   // no tag are escaped by same_slot_key(), which the script does not repeat.
   if (hash_tag(key) != key || (!key.empty() && key.find_first_of("{}") == std::string_view::npos))
     return Request::script(lock_release_script(), keys, id);
-  const std::string channel = released_channel(key);
-  const std::string_view args[] = {id_hex, channel};
+  const std::string released = released_channel(key);
+  const std::string changed = changed_channel(key);
+  const std::string_view args[] = {id_hex, released, changed};
   return Request::script(lock_release_script(), keys, args);
 }
 
@@ -57,9 +59,11 @@ const Script& lock_force_release_script() {
 }
 
 Request lock_force_release_request(std::string_view key) {
-  const std::string_view keys[] = {key};
-  const std::string channel = released_channel(key);
-  const std::string_view args[] = {channel};
+  const std::string observed = observed_key(key);
+  const std::string_view keys[] = {key, observed};
+  const std::string released = released_channel(key);
+  const std::string changed = changed_channel(key);
+  const std::string_view args[] = {released, changed};
   return Request::script(lock_force_release_script(), keys, args).retry_safe();
 }
 

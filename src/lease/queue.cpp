@@ -27,17 +27,29 @@ const Script& leave_queue_script() {
 }
 
 LockTurn::LockTurn(std::string key, std::chrono::milliseconds ttl,
-                   std::optional<std::string> fence_key)
-    : key_(std::move(key)), waiting_(key_), fence_key_(std::move(fence_key)), ttl_(ttl) {}
+                   std::optional<std::string> fence_key, std::optional<std::string> value_key)
+    : key_(std::move(key)),
+      waiting_(key_),
+      observed_(observed_key(key_)),
+      changed_(changed_channel(key_)),
+      fence_key_(std::move(fence_key)),
+      value_key_(std::move(value_key)),
+      ttl_(ttl) {}
 
 Request LockTurn::try_request(const Waiter& waiter) const {
   const DecimalDigits ttl(ttl_.count());
   const DecimalDigits ticket_ttl(waiter.ticket_ttl.count());
   const DecimalDigits grace(waiter.grace.count());
-  const std::string_view args[] = {waiter.value, ttl.view(), ticket_ttl.view(), grace.view()};
-  const std::string_view keys[] = {key_, waiting_.queue, waiting_.tickets,
-                                   fence_key_ ? std::string_view(*fence_key_) : std::string_view()};
-  return Request::script(lock_in_turn_script(), std::span(keys, fence_key_ ? 4 : 3), args)
+  const std::string_view args[] = {waiter.value, ttl.view(), ticket_ttl.view(), grace.view(),
+                                   changed_};
+  const std::string_view keys[] = {key_,
+                                   waiting_.queue,
+                                   waiting_.tickets,
+                                   observed_,
+                                   fence_key_ ? std::string_view(*fence_key_) : std::string_view(),
+                                   value_key_ ? std::string_view(*value_key_) : std::string_view()};
+  const std::size_t used = fence_key_ ? (value_key_ ? 6 : 5) : 4;
+  return Request::script(lock_in_turn_script(), std::span(keys, used), args)
       .retry_safe()
       .grants_lease();
 }
@@ -78,8 +90,10 @@ Request lock_leave_request(std::string_view lock_key, const WaitKeys& waiting,
 }
 
 std::shared_ptr<const TurnContract> lock_turn(std::string key, std::chrono::milliseconds ttl,
-                                              std::optional<std::string> fence_key) {
-  return std::make_shared<LockTurn>(std::move(key), ttl, std::move(fence_key));
+                                              std::optional<std::string> fence_key,
+                                              std::optional<std::string> value_key) {
+  return std::make_shared<LockTurn>(std::move(key), ttl, std::move(fence_key),
+                                    std::move(value_key));
 }
 
 Result<TurnOutcome> turn_outcome(const Reply& reply, const Timing& timing, const Waiter& waiter,

@@ -17,10 +17,10 @@ namespace leasehold::detail {
 
 class TurnContract;  // detail/turn.hpp
 
-// A lock key holds its holder's lease value, bare while nobody waits for it; a waiter refused
-// while the lock is held marks it with the values of the first two waiters ("<value>:<head>
-// <second>"), so that the release tells them (src/lease/scripts/lock_holder.lua). The holder is
-// the value up to the ':'.
+// A lock key holds its holder's lease value, bare while nobody waits for it nor observes it; a
+// waiter refused while the lock is held marks it with the values of the first two waiters
+// ("<value>:<head> <second>"), an observer with a "*", so that the release tells them
+// (src/lease/scripts/lock_holder.lua). The holder is the value up to the ':'.
 constexpr std::string_view lock_holder(std::string_view value) {
   return value.substr(0, value.find(':'));
 }
@@ -31,9 +31,10 @@ Request lock_release_request(std::string_view key, std::string_view id_hex);
 Request lock_force_release_request(std::string_view key);
 const Script& lock_try_fenced_script();
 
-// A Lock's turn contract (detail/queue.hpp).
+// A Lock's turn contract (detail/queue.hpp); an Election's, with its proclaimed value's key.
 std::shared_ptr<const TurnContract> lock_turn(std::string key, std::chrono::milliseconds ttl,
-                                              std::optional<std::string> fence_key);
+                                              std::optional<std::string> fence_key,
+                                              std::optional<std::string> value_key = std::nullopt);
 
 // A Lock's lease: a key that holds the lease's id. A lease state without a kind is one. Each
 // kind's table is defined with its scripts, in src/lease/.

@@ -23,7 +23,9 @@ Waiter waiter_of(const WaitTicket& ticket);
 // held key with the head waiter so that the release tells it.
 class LockTurn final : public TurnContract {
  public:
-  LockTurn(std::string key, std::chrono::milliseconds ttl, std::optional<std::string> fence_key);
+  // `value_key`: an Election's proclaimed value, announced to its observers with its leader.
+  LockTurn(std::string key, std::chrono::milliseconds ttl, std::optional<std::string> fence_key,
+           std::optional<std::string> value_key = std::nullopt);
 
   const std::string& key() const noexcept override { return key_; }
   bool queued() const noexcept override { return true; }
@@ -38,7 +40,10 @@ class LockTurn final : public TurnContract {
  private:
   std::string key_;
   WaitKeys waiting_;
+  std::string observed_;
+  std::string changed_;
   std::optional<std::string> fence_key_;
+  std::optional<std::string> value_key_;
   std::chrono::milliseconds ttl_;
 };
 

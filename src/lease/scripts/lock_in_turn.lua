@@ -1,7 +1,9 @@
 -- A Lock's try in turn (queue.hpp).
--- KEYS[1] the lock key, KEYS[2] its queue, KEYS[3] its tickets, KEYS[4] its fence counter
--- (fenced locks only). ARGV[1] the waiter's value (its lease's), ARGV[2] the lock's TTL in ms,
--- ARGV[3] the ticket's TTL in ms, ARGV[4] the grace in ms a head gets to take a free lock.
+-- KEYS[1] the lock key, KEYS[2] its queue, KEYS[3] its tickets, KEYS[4] its observed hash
+-- (observed.lua), KEYS[5] its fence counter (fenced locks only), KEYS[6] the value key (an
+-- Election's). ARGV[1] the waiter's value (its lease's), ARGV[2] the lock's TTL in ms, ARGV[3]
+-- the ticket's TTL in ms, ARGV[4] the grace in ms a head gets to take a free lock, ARGV[5] the
+-- lock's change channel.
 -- Reply: {1, fence} if this waiter holds the lock now (granted now, or already: a retry; fence 0
 -- when not fenced), else {0, the holder's PTTL (0: free, another waiter is ahead), this waiter's
 -- place (1: the head), the head's ticket ms left (0: this waiter is the head)}.
@@ -10,22 +12,28 @@
 -- values at the head (lock_holder.lua), so that its release tells them. A waiter that finds the
 -- lock free and the head yet to take it cuts the head's ticket to the grace: a head that died
 -- then leaves the queue at the next try, a grace after the first waiter behind it looked.
+-- A grant of an observed lock marks the key observed and announces its new holder.
 --! include take_place.lua
---! include lock_holder.lua
-local fenced = KEYS[4] ~= nil
+--! include observed.lua
+local fenced = KEYS[5] ~= nil
 local function granted()
   redis.call('ZREM', KEYS[2], ARGV[1])
   redis.call('ZREM', KEYS[3], ARGV[1])
-  if fenced then return {1, tonumber(redis.call('GET', KEYS[4]) or '0')} end
+  if fenced then return {1, tonumber(redis.call('GET', KEYS[5]) or '0')} end
   return {1, 0}
+end
+-- Sets the key to this waiter's lease, marked with `waiting`, and counts a fence.
+local function grant(waiting)
+  local observed = redis.call('EXISTS', KEYS[4]) == 1
+  redis.call('SET', KEYS[1], marked_value(ARGV[1], waiting, observed), 'PX', ARGV[2])
+  local fence = 0
+  if fenced then fence = redis.call('INCR', KEYS[5]) end
+  if observed then announce(KEYS[4], ARGV[5], KEYS[1], KEYS[5], KEYS[6]) end
+  return fence
 end
 local value = redis.call('GET', KEYS[1])
 if holder_of(value) == ARGV[1] then return granted() end
-if not value and redis.call('EXISTS', KEYS[2]) == 0 then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  if fenced then return {1, redis.call('INCR', KEYS[4])} end
-  return {1, 0}
-end
+if not value and redis.call('EXISTS', KEYS[2]) == 0 then return {1, grant(nil)} end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local ticket = tonumber(ARGV[3])
@@ -33,11 +41,7 @@ take_place(KEYS[2], KEYS[3], ARGV[1], now, ticket)
 local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
 local holder = redis.call('PTTL', KEYS[1])
 if head == ARGV[1] and holder == -2 then
-  local granted_value = ARGV[1]
-  local waiting = next_two(KEYS[2], 1)
-  if waiting then granted_value = ARGV[1] .. ':' .. waiting end
-  redis.call('SET', KEYS[1], granted_value, 'PX', ARGV[2])
-  if fenced then redis.call('INCR', KEYS[4]) end
+  grant(next_two(KEYS[2], 1))
   return granted()
 end
 if value then mark_head(KEYS[1], value, KEYS[2]) end

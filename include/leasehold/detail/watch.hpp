@@ -1,0 +1,158 @@
+// The one watcher behind every Watch (watch.hpp): the keys of a watched name, what its scripts
+// reply, and the mailbox a Watch takes the changes from.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <thread>
+
+#include "leasehold/clock.hpp"
+#include "leasehold/detail/unique_function.hpp"
+#include "leasehold/query.hpp"
+#include "leasehold/reply.hpp"
+#include "leasehold/request.hpp"
+
+namespace leasehold {
+
+class Client;
+struct WatchOptions;  // watch.hpp
+
+namespace detail {
+
+// A lock-like name's state as its observers see it (src/lease/scripts/observed.lua).
+struct SeenLease {
+  std::string lease;  // the lease's value (its id and holder); empty: no lease holds the name
+  std::chrono::milliseconds time_left{0};  // by the server's clock, when it was seen
+  std::uint64_t term = 0;                  // the term or fence counter's value
+  std::optional<std::string> proclaimed;   // an Election's leader's value for this term
+
+  // Whether `other` is the same state, the time left aside.
+  bool same_as(const SeenLease& other) const noexcept {
+    return lease == other.lease && term == other.term && proclaimed == other.proclaimed;
+  }
+};
+
+// A state, with the version it was announced under (it only grows).
+struct Announced {
+  std::uint64_t version = 0;
+  SeenLease state;
+};
+
+// What an observer's look found: the state, and whether this observer is a looker (one of the
+// two that look when the holder's lease would run out).
+struct Look {
+  Announced seen;
+  bool looker = false;
+};
+
+// The keys of a watched name, derived from its lease key.
+struct WatchTarget {
+  std::string key;
+  std::string counter;                   // the term or fence counter
+  std::optional<std::string> value_key;  // an Election's proclaimed value
+};
+
+// observe.lua: the look of the observer `id`.
+Request observe_request(const WatchTarget& target, std::string_view id,
+                        std::chrono::milliseconds ticket_ttl);
+Result<Look> parse_look(const Reply& reply);
+// observe_keep.lua: a renewal without a look; yields whether to look now.
+Request observe_keep_request(const WatchTarget& target, std::string_view id,
+                             std::chrono::milliseconds ticket_ttl);
+Result<bool> parse_keep(const Reply& reply);
+// observe_leave.lua.
+Request observe_leave_request(const WatchTarget& target, std::string_view id);
+// A message on the change channel as the state it announces; none if it is not one.
+std::optional<Announced> parse_announcement(std::string_view payload);
+
+// Throws Error (errc::invalid_argument) for options that cannot work.
+void validate(const WatchOptions& options);
+
+// A watch in progress, on its client's strand. cancel() (from any thread) ends it: it stops
+// observing, and tells its sink nothing more.
+class WatchHandle {
+ public:
+  virtual ~WatchHandle() = default;
+  virtual void start() = 0;
+  virtual void cancel() = 0;
+};
+
+// Told, on the client's strand, each state that differs from the last it was told (the first at
+// once), or, once, the error that ended the watch (`state` null).
+using WatchSink =
+    UniqueFunction<void(std::error_code, const std::string& detail, const SeenLease* state)>;
+std::shared_ptr<WatchHandle> make_watch(Client& client, WatchTarget target,
+                                        const WatchOptions& options, WatchSink sink);
+
+// The states a Watch has not taken yet, between the client's strand (put) and its takers.
+class WatchMailbox {
+ public:
+  using Taker = UniqueFunction<void(std::error_code, std::optional<SeenLease>)>;
+
+  void put(std::error_code error, const std::string& detail, const SeenLease* state);
+  // The next state: none at `deadline`, when `stop` is requested or the watch is closed; throws
+  // the error that ended the watch.
+  std::optional<SeenLease> take(Clock::time_point deadline, std::stop_token stop);
+  // Calls `taker` with the next state as soon as there is one (at once if there is), with the
+  // error that ended the watch, or with operation_aborted when closed or cancel_taker() is
+  // called. One taker at a time.
+  void take_async(Taker taker);
+  void cancel_taker();
+  void close();
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<SeenLease> states_;
+  std::error_code error_;
+  std::string detail_;
+  bool closed_ = false;
+  Taker taker_;
+};
+
+// A callback that can be closed: after close() returns, no call is running or starts (a close
+// from within the call itself only stops the later ones).
+template <class... Args>
+class ClosableCallback {
+ public:
+  explicit ClosableCallback(UniqueFunction<void(Args...)> callback)
+      : callback_(std::move(callback)) {}
+
+  void operator()(Args... args) {
+    const std::lock_guard lock(mutex_);
+    if (!open_)
+      return;
+    calling_.store(std::this_thread::get_id());
+    callback_(std::forward<Args>(args)...);
+    calling_.store(std::thread::id());
+  }
+  void close() {
+    if (calling_.load() == std::this_thread::get_id()) {
+      open_ = false;  // within the call: the mutex is this thread's
+      return;
+    }
+    const std::lock_guard lock(mutex_);
+    open_ = false;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::atomic<std::thread::id> calling_{};
+  bool open_ = true;
+  UniqueFunction<void(Args...)> callback_;
+};
+
+struct WatchAccess;
+
+}  // namespace detail
+}  // namespace leasehold

@@ -1,0 +1,237 @@
+#include "leasehold/watch.hpp"
+
+#include <asio/dispatch.hpp>
+#include <asio/post.hpp>
+#include <charconv>
+
+#include "lease_scripts.hpp"
+#include "leasehold/detail/keys.hpp"
+#include "leasehold/detail/timer.hpp"
+#include "leasehold/lease.hpp"
+#include "transport.hpp"
+
+namespace leasehold::detail {
+
+// The scripts' contracts are in src/lease/scripts/.
+
+Request observe_request(const WatchTarget& target, std::string_view id,
+                        std::chrono::milliseconds ticket_ttl) {
+  static const Script script{std::string(lua::observe)};
+  const std::string observed = observed_key(target.key);
+  const std::string channel = changed_channel(target.key);
+  const DecimalDigits ticket(ticket_ttl.count());
+  const std::string_view keys[] = {target.key, observed, target.counter,
+                                   target.value_key ? std::string_view(*target.value_key) : ""};
+  const std::string_view args[] = {id, ticket.view(), channel};
+  return Request::script(script, std::span(keys, target.value_key ? 4 : 3), args).retry_safe();
+}
+
+Request observe_keep_request(const WatchTarget& target, std::string_view id,
+                             std::chrono::milliseconds ticket_ttl) {
+  static const Script script{std::string(lua::observe_keep)};
+  const std::string observed = observed_key(target.key);
+  const DecimalDigits ticket(ticket_ttl.count());
+  const DecimalDigits now = DecimalDigits(
+      std::chrono::duration_cast<std::chrono::milliseconds>(server_clock_now().time_since_epoch())
+          .count());
+  const std::string_view keys[] = {observed};
+  const std::string_view args[] = {id, ticket.view(), now.view()};
+  return Request::script(script, keys, args).retry_safe();
+}
+
+Request observe_leave_request(const WatchTarget& target, std::string_view id) {
+  static const Script script{std::string(lua::observe_leave)};
+  const std::string observed = observed_key(target.key);
+  const std::string_view keys[] = {observed};
+  const std::string_view args[] = {id};
+  return Request::script(script, keys, args).retry_safe();
+}
+
+namespace {
+
+std::optional<std::uint64_t> unsigned_of(std::string_view text) {
+  std::uint64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || text.empty())
+    return std::nullopt;
+  return value;
+}
+
+std::optional<long long> signed_of(std::string_view text) {
+  long long value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || text.empty())
+    return std::nullopt;
+  return value;
+}
+
+// The next space-separated word of `text`, taken off it.
+std::string_view take_word(std::string_view& text) {
+  const std::size_t space = text.find(' ');
+  const std::string_view word = text.substr(0, space);
+  text.remove_prefix(space == std::string_view::npos ? text.size() : space + 1);
+  return word;
+}
+
+}  // namespace
+
+Result<Look> parse_look(const Reply& reply) {
+  if (reply.is_error())
+    return error_result<Look>(reply);
+  const auto& e = reply.elements;
+  const auto text = [](const Reply& r) {
+    return r.type == Reply::Type::string || r.type == Reply::Type::status;
+  };
+  const bool well_formed = reply.type == Reply::Type::array && e.size() == 6 && text(e[0]) &&
+                           e[1].type == Reply::Type::integer && (e[2].is_nil() || text(e[2])) &&
+                           e[3].type == Reply::Type::integer && e[4].type == Reply::Type::integer &&
+                           e[4].integer >= 0 && (e[5].is_nil() || text(e[5]));
+  const std::optional<std::uint64_t> version = well_formed ? unsigned_of(e[0].str) : std::nullopt;
+  if (!version)
+    return Result<Look>(make_error_code(errc::unexpected_reply),
+                        "an unexpected reply to an observer's look: " + to_string(reply));
+  Look look;
+  look.seen.version = *version;
+  look.looker = e[1].integer == 1;
+  if (!e[2].is_nil()) {
+    look.seen.state.lease = e[2].str;
+    look.seen.state.time_left = std::chrono::milliseconds(e[3].integer);
+    look.seen.state.term = static_cast<std::uint64_t>(e[4].integer);
+    if (!e[5].is_nil())
+      look.seen.state.proclaimed = e[5].str;
+  }
+  return look;
+}
+
+Result<bool> parse_keep(const Reply& reply) {
+  if (reply.is_error())
+    return error_result<bool>(reply);
+  if (reply.type != Reply::Type::integer || reply.integer < 0 || reply.integer > 1)
+    return Result<bool>(make_error_code(errc::unexpected_reply),
+                        "an unexpected reply to an observer's renewal: " + to_string(reply));
+  return reply.integer == 1;
+}
+
+std::optional<Announced> parse_announcement(std::string_view payload) {
+  // "<version>", or "<version> <PTTL> <term> <lease value>[\n<proclaimed value>]".
+  Announced announced;
+  const std::size_t newline = payload.find('\n');
+  std::string_view line = payload.substr(0, newline);
+  const std::optional<std::uint64_t> version = unsigned_of(take_word(line));
+  if (!version)
+    return std::nullopt;
+  announced.version = *version;
+  if (line.empty() && newline == std::string_view::npos)
+    return announced;  // nobody holds the name
+  const std::optional<long long> ttl = signed_of(take_word(line));
+  const std::optional<std::uint64_t> term = unsigned_of(take_word(line));
+  if (!ttl || !term || line.empty() || line.find(' ') != std::string_view::npos)
+    return std::nullopt;
+  announced.state.lease = std::string(line);
+  announced.state.time_left = std::chrono::milliseconds(*ttl);
+  announced.state.term = *term;
+  if (newline != std::string_view::npos)
+    announced.state.proclaimed = std::string(payload.substr(newline + 1));
+  return announced;
+}
+
+void validate(const WatchOptions& options) {
+  const auto invalid = [](const std::string& what) {
+    return Error(make_error_code(errc::invalid_argument), what);
+  };
+  constexpr auto zero = std::chrono::milliseconds::zero();
+  if (options.ticket_ttl <= zero)
+    throw invalid("the watch's ticket TTL must be positive");
+  for (const auto& [interval, name] : {std::pair{options.recheck, "recheck"},
+                                       std::pair{options.recheck_unwatched, "recheck_unwatched"}})
+    if (interval <= zero || interval >= options.ticket_ttl)
+      throw invalid(std::string("the watch's ") + name +
+                    " interval must be positive and shorter than its ticket TTL (" +
+                    std::to_string(options.ticket_ttl.count()) +
+                    " ms): each look renews the name's observation");
+}
+
+void WatchMailbox::put(std::error_code error, const std::string& detail, const SeenLease* state) {
+  Taker taker;
+  std::optional<SeenLease> next;
+  {
+    const std::lock_guard lock(mutex_);
+    if (closed_ || error_)
+      return;
+    if (state)
+      states_.push_back(*state);
+    else
+      error_ = error, detail_ = detail;
+    changed_.notify_all();
+    if (!taker_)
+      return;
+    taker = std::move(taker_);
+    taker_ = {};
+    if (state) {
+      next = std::move(states_.front());
+      states_.pop_front();
+    }
+  }
+  taker(state ? std::error_code() : error, std::move(next));
+}
+
+std::optional<SeenLease> WatchMailbox::take(Clock::time_point deadline, std::stop_token stop) {
+  const std::stop_callback on_stop(stop, [this] {
+    const std::lock_guard stopping(mutex_);
+    changed_.notify_all();
+  });
+  std::unique_lock lock(mutex_);
+  const auto ready = [&] { return !states_.empty() || error_ || closed_ || stop.stop_requested(); };
+  if (deadline == Clock::time_point::max())
+    changed_.wait(lock, ready);
+  else
+    changed_.wait_until(lock, deadline, ready);
+  if (!states_.empty() && !closed_) {
+    SeenLease next = std::move(states_.front());
+    states_.pop_front();
+    return next;
+  }
+  if (error_ && !closed_)
+    throw_if(error_, detail_);
+  return std::nullopt;
+}
+
+void WatchMailbox::take_async(Taker taker) {
+  std::unique_lock lock(mutex_);
+  if (!states_.empty() && !closed_) {
+    std::optional<SeenLease> next = std::move(states_.front());
+    states_.pop_front();
+    lock.unlock();
+    taker(std::error_code(), std::move(next));
+    return;
+  }
+  if (error_ || closed_) {
+    const std::error_code error = closed_ ? asio::error::operation_aborted : error_;
+    lock.unlock();
+    taker(error, std::nullopt);
+    return;
+  }
+  taker_ = std::move(taker);
+}
+
+void WatchMailbox::cancel_taker() {
+  Taker taker;
+  {
+    const std::lock_guard lock(mutex_);
+    taker = std::move(taker_);
+    taker_ = {};
+  }
+  if (taker)
+    taker(asio::error::operation_aborted, std::nullopt);
+}
+
+void WatchMailbox::close() {
+  {
+    const std::lock_guard lock(mutex_);
+    closed_ = true;
+    changed_.notify_all();
+  }
+  cancel_taker();
+}
+
+}  // namespace leasehold::detail
