@@ -9,10 +9,12 @@
 //   crash        the holder's key expires (never released) -> the waiter's lock_until returns
 //   dead_head    release -> lock_until returns for the waiter behind a head that died
 //   load         --waiters waiters on one held name for --load-s s: Redis commands per waiter per
-//                second, next to the same number of waiters polling every --poll-ms
+//                second, next to the same number of waiters polling every --poll-ms; then
+//                --observers watches of one election's leader for --load-s s: the same per
+//                observer
 //
-//   leasehold-handoff --redis URL [--samples N] [--poll-ms MS] [--waiters W] [--load-s S]
-//                     [--no-load]
+//   leasehold-handoff --redis URL [--samples N] [--poll-ms MS] [--waiters W] [--observers O]
+//                     [--load-s S] [--no-load]
 #include <algorithm>
 #include <asio/io_context.hpp>
 #include <atomic>
@@ -22,6 +24,7 @@
 #include <iostream>
 #include <leasehold/leasehold.hpp>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,6 +42,7 @@ struct Options {
   std::uint64_t samples = 200;
   std::uint64_t poll_ms = 100;
   std::uint64_t waiters = 100;
+  std::uint64_t observers = 1000;
   std::uint64_t load_s = 60;
   bool load = true;
 };
@@ -46,7 +50,7 @@ struct Options {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "leasehold-handoff: %s\nusage: leasehold-handoff --redis URL [--samples N] "
-               "[--poll-ms MS] [--waiters W] [--load-s S] [--no-load]\n",
+               "[--poll-ms MS] [--waiters W] [--observers O] [--load-s S] [--no-load]\n",
                why);
   std::exit(64);
 }
@@ -68,6 +72,8 @@ Options parse(int argc, char** argv) {
       options.poll_ms = leasehold::bench::parse_number(arg, value(), usage);
     else if (arg == "--waiters")
       options.waiters = leasehold::bench::parse_number(arg, value(), usage);
+    else if (arg == "--observers")
+      options.observers = leasehold::bench::parse_number(arg, value(), usage);
     else if (arg == "--load-s")
       options.load_s = leasehold::bench::parse_number(arg, value(), usage);
     else if (arg == "--no-load")
@@ -77,8 +83,9 @@ Options parse(int argc, char** argv) {
   }
   if (options.url.empty())
     usage("--redis URL is required");
-  if (options.samples == 0 || options.poll_ms == 0 || options.waiters == 0)
-    usage("--samples, --poll-ms and --waiters must be positive");
+  if (options.samples == 0 || options.poll_ms == 0 || options.waiters == 0 ||
+      options.observers == 0)
+    usage("--samples, --poll-ms, --waiters and --observers must be positive");
   return options;
 }
 
@@ -132,17 +139,21 @@ long long client_commands(leasehold::Client& redis) {
   return calls;
 }
 
+// `count` waiters' or observers' (`who`) load, from the counts taken before.
 void report_load(const std::string& mode, leasehold::Client& redis, const Options& options,
-                 long long client_before, long long all_before) {
+                 long long client_before, long long all_before, const char* who = "waiter",
+                 std::uint64_t count = 0) {
   const long long client_after = client_commands(redis);
   const long long all_after = commands_processed(redis);
-  const double per = static_cast<double>(options.waiters) * static_cast<double>(options.load_s);
+  if (count == 0)
+    count = options.waiters;
+  const double per = static_cast<double>(count) * static_cast<double>(options.load_s);
   std::printf(
-      "load mode=%s waiters=%llu seconds=%llu commands_per_waiter_s=%.3f "
-      "calls_incl_in_scripts_per_waiter_s=%.3f\n",
-      mode.c_str(), static_cast<unsigned long long>(options.waiters),
-      static_cast<unsigned long long>(options.load_s),
-      static_cast<double>(client_after - client_before) / per,
+      "load mode=%s %ss=%llu seconds=%llu commands_per_%s_s=%.3f "
+      "calls_incl_in_scripts_per_%s_s=%.3f\n",
+      mode.c_str(), who, static_cast<unsigned long long>(count),
+      static_cast<unsigned long long>(options.load_s), who,
+      static_cast<double>(client_after - client_before) / per, who,
       static_cast<double>(all_after - all_before - 2) / per);  // less the INFO calls
   std::fflush(stdout);
 }
@@ -330,6 +341,32 @@ void load(leasehold::Client& holder, const Options& options) {
   holder.process(held->release());
 }
 
+// --observers watches (one Client) of one election's leader, held for longer than the measured
+// interval and not extended: the commands they sent per observer per second, and the calls
+// Redis made for them, once each has been told the leader.
+void observe_load(leasehold::Client& holder, const Options& options) {
+  const auto seconds = std::chrono::seconds(options.load_s);
+  const leasehold::Election<std::string> elections{"handoff-observed", 3 * seconds};
+  auto leader = leasehold::wait_for(holder, elections.campaign("observed"), 10s);
+  if (!leader)
+    throw std::runtime_error("the observed election's campaign did not lead");
+  leasehold::Client observing(options.url);
+  std::atomic<std::uint64_t> told{0};
+  std::vector<std::unique_ptr<leasehold::Watch<std::optional<leasehold::Leader>>>> watches;
+  for (std::uint64_t i = 0; i < options.observers; ++i)
+    watches.push_back(std::make_unique<leasehold::Watch<std::optional<leasehold::Leader>>>(
+        observing, elections.observe("observed"),
+        [&told](std::error_code, const std::optional<leasehold::Leader>&) { ++told; }));
+  await([&] { return told.load() >= options.observers; });
+  const long long client_before = client_commands(holder);
+  const long long all_before = commands_processed(holder);
+  std::this_thread::sleep_for(seconds);  // the measured interval itself, not a synchronisation
+  report_load("observing", holder, options, client_before, all_before, "observer",
+              options.observers);
+  watches.clear();
+  holder.process(elections.resign(*leader));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -346,8 +383,10 @@ int main(int argc, char** argv) {
     report("crash", crash(holder, waiter, std::max<std::uint64_t>(1, options.samples / 4)));
     report("dead_head",
            notified(holder, waiter, std::max<std::uint64_t>(1, options.samples / 10), true));
-    if (options.load)
+    if (options.load) {
       load(holder, options);
+      observe_load(holder, options);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "leasehold-handoff: %s\n", e.what());
     return 1;

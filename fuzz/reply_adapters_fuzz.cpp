@@ -5,8 +5,10 @@
 // Adapters: Lock (plain and fenced) try_lock, a token's release and extend, force_release,
 // try_lock_in_turn, leave_queue; RwLock try_read, try_write (fenced too), release_by_id; Semaphore
 // try_acquire (fenced too); RawLock try_lock; Election leader (who leads, with the holder's
-// identity read back from Redis); every kind's try in turn (the turn contract the waiter uses),
-// and the wait schedule fed with where a refused waiter stands; Command.
+// identity read back from Redis); an observer's look and renewal, and a string reply read as an
+// announcement on a name's change channel (anyone may publish there); every kind's try in turn (the
+// turn contract the waiter uses), and the wait schedule fed with where a refused waiter stands;
+// Command.
 //
 // Checks:
 //   - an error reply is a failed outcome whose code is classify_error_reply()'s;
@@ -155,6 +157,27 @@ struct Queries {
   }
 };
 
+void check_announcement(std::string_view payload) {
+  const auto heard = leasehold::detail::parse_announcement(payload);
+  if (!heard)
+    return;
+  const leasehold::detail::SeenLease& state = heard->state;
+  std::string again = std::to_string(heard->version);
+  if (!state.lease.empty()) {
+    LEASEHOLD_FUZZ_CHECK(state.lease.find_first_of(" \n") == std::string::npos, state.lease);
+    again += " " + std::to_string(state.time_left.count()) + " " + std::to_string(state.term) +
+             " " + state.lease;
+    if (state.proclaimed)
+      again += "\n" + *state.proclaimed;
+  }
+  const auto reread = leasehold::detail::parse_announcement(again);
+  LEASEHOLD_FUZZ_CHECK(reread && reread->version == heard->version &&
+                           reread->state.same_as(state) &&
+                           reread->state.time_left == state.time_left,
+                       again);
+  (void)leasehold::detail::leader_seen(state);
+}
+
 void check_reply(const Queries& q, const Reply& reply, const Timing& timing, bool late) {
   const std::optional<long long> integer =
       reply.type == Reply::Type::integer ? std::optional<long long>(reply.integer) : std::nullopt;
@@ -240,6 +263,19 @@ void check_reply(const Queries& q, const Reply& reply, const Timing& timing, boo
                                static_cast<std::uint64_t>(reply.elements[2].integer));
     if (result && !*result)
       LEASEHOLD_FUZZ_CHECK(reply.is_nil());
+  }
+
+  // An observer's look and renewal; a string as an announcement: a state read from one is one a
+  // script could have published (it reads back the same), and reads as a leader.
+  {
+    const auto look = leasehold::detail::parse_look(reply);
+    check_failure(reply, look);
+    if (look)
+      LEASEHOLD_FUZZ_CHECK(reply.elements.size() == 6 &&
+                           look->seen.state.lease.empty() == reply.elements[2].is_nil());
+    check_failure(reply, leasehold::detail::parse_keep(reply));
+    if (reply.type == Reply::Type::string)
+      check_announcement(reply.str);
   }
 
   // Any command: its reply as it is, an error reply as its error.

@@ -260,6 +260,7 @@ inline constexpr int kExitNoLeader = 3;
 struct LeaderOptions {
   std::string name;
   bool json = false;
+  bool watch = false;  // a line now and one per change, until SIGINT or SIGTERM
 };
 int leader(const Globals& globals, const LeaderOptions& options);
 

@@ -19,7 +19,8 @@
 // must then stop acting as the leader and return: it is no longer one. When the work returns,
 // the elector resigns (unless the lease was lost), tells `deposed`, and — with `rejoin`, unless
 // `stop` was requested — campaigns again, for a new and larger term. Work that throws is resigned
-// for, and its exception leaves run_elector. See docs/election.md.
+// for, and its exception leaves run_elector. With `leader_changed`, it is told who leads each
+// time that changes (this elector among others). See docs/election.md.
 #pragma once
 
 #include <algorithm>
@@ -40,6 +41,7 @@
 #include "leasehold/keep_alive.hpp"
 #include "leasehold/turn.hpp"
 #include "leasehold/wait.hpp"
+#include "leasehold/watch.hpp"
 
 namespace leasehold {
 
@@ -81,6 +83,12 @@ struct ElectorOptions {
   WaitOptions waiting;
   // Told after each term, on the elector's thread, before it campaigns again.
   std::function<void(const Deposed&)> deposed;
+  // Told who leads the name (this elector or another; none when nobody does) when run_elector
+  // starts and each time that changes, until it returns (a Watch, watch.hpp): on the client's
+  // I/O thread, so quick and without waiting on the client. Unset: nothing is watched.
+  std::function<void(const std::optional<Leader>&)> leader_changed;
+  // How that watch paces itself.
+  WatchOptions watching;
 };
 
 namespace detail {
@@ -160,6 +168,15 @@ Deposed lead_one_term(Client& client, const Election<N>& election,
 template <LockNameType N, TermWork<N> Lead>
 void run_elector(Client& client, const Election<N>& election, const N& name, Lead&& lead,
                  const ElectorOptions& options = {}, std::stop_token stop = {}) {
+  std::optional<Watch<std::optional<Leader>>> leaders;
+  if (options.leader_changed)
+    leaders.emplace(
+        client, election.observe(name),
+        [&told = options.leader_changed](std::error_code error, const std::optional<Leader>& now) {
+          if (!error)  // a watch that failed tells no more; the campaign reports the failure
+            told(now);
+        },
+        options.watching);
   while (!stop.stop_requested()) {
     const std::optional<LockToken<Election<N>>> leader = wait_until(
         client, election.campaign(name), Clock::time_point::max(), options.waiting, stop);

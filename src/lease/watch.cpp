@@ -121,7 +121,7 @@ std::optional<Announced> parse_announcement(std::string_view payload) {
   if (!version)
     return std::nullopt;
   announced.version = *version;
-  if (line.empty() && newline == std::string_view::npos)
+  if (payload.find_first_of(" \n") == std::string_view::npos)
     return announced;  // nobody holds the name
   const std::optional<long long> ttl = signed_of(take_word(line));
   const std::optional<std::uint64_t> term = unsigned_of(take_word(line));

@@ -2,7 +2,7 @@
 // elect leads, with its term and name; the status file exists exactly while leading; a second
 // elect waits and leads with a larger term; --rejoin stands again; a forced release deposes the
 // leader (exit 75); signals reach the command; leader shows who leads, as text and JSON, or exits
-// 3; hostile values are shown without their control bytes.
+// 3, and with --watch a line per change; hostile values are shown without their control bytes.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -146,6 +146,39 @@ TEST_F(CliElectTest, ASignalWhileStandingEndsElectWithNoPlaceLeft) {
   EXPECT_EQ(server_->command({"ZCARD", queue}).integer, 0);
   std::ofstream{release} << "go\n";
   EXPECT_EQ(leader.wait(), 0);
+}
+
+// leader --watch prints a line at once and one per change (a new leader, its value, nobody),
+// until SIGTERM; then it exits 0.
+TEST_F(CliElectTest, LeaderWatchPrintsALineNowAndOnePerChangeUntilSigterm) {
+  auto watch = cli({"leader", "--watch", "--json", name_});
+  const auto lines = [&] {
+    std::vector<nlohmann::json> parsed;
+    std::istringstream in(watch.out());
+    for (std::string line; std::getline(in, line);)
+      parsed.push_back(nlohmann::json::parse(line));
+    return parsed;
+  };
+  ASSERT_TRUE(eventually([&] { return lines().size() == 1; }));
+  EXPECT_TRUE(lines()[0]["leader"].is_null()) << watch.out();
+  const std::string release = file("-release");
+  auto elect = cli({"elect", "--value", "v1", name_, "--", "sh", "-c", until_exists(release)});
+  ASSERT_TRUE(eventually([&] {
+    const auto seen = lines();
+    return seen.back().contains("value") && seen.back()["value"] == "v1";
+  })) << watch.out();
+  EXPECT_EQ(lines().back()["term"], 1);
+  std::ofstream{release} << "go\n";
+  EXPECT_EQ(elect.wait(), 0);
+  ASSERT_TRUE(eventually([&] { return lines().back().contains("leader"); })) << watch.out();
+  EXPECT_TRUE(lines().back()["leader"].is_null()) << "resigned: nobody leads";
+  watch.signal(SIGTERM);
+  EXPECT_EQ(watch.wait(), 0);
+  auto text = cli({"leader", "--watch", name_});
+  ASSERT_TRUE(eventually([&] { return !text.out().empty(); }));
+  text.signal(SIGINT);
+  EXPECT_EQ(text.wait(), 0);
+  EXPECT_EQ(text.out(), "nobody leads '" + name_ + "'\n");
 }
 
 TEST_F(CliElectTest, AHostileValueAndLabelAreShownWithoutTheirControlBytes) {

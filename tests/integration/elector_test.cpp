@@ -145,6 +145,52 @@ TEST_F(ElectorTest, ALeaderForcedOutIsStoppedAndStandsAgain) {
   EXPECT_TRUE(nobody_leads());
 }
 
+// leader_changed tells who leads when the elector starts (another), then each change: nobody
+// once the other resigns, then this elector, with its value.
+TEST_F(ElectorTest, LeaderChangedTellsAnotherLeaderThenThisOne) {
+  auto other = wait_for(redis_, elections_.campaign(name_), 5s);
+  ASSERT_TRUE(other);
+  std::mutex mutex;
+  std::vector<std::optional<Leader>> told;
+  const auto last = [&] {
+    const std::lock_guard lock(mutex);
+    return told.empty() ? std::optional<Leader>() : told.back();
+  };
+  std::thread elector([&] {
+    Client client(server_->unix_url());
+    ElectorOptions options;
+    options.rejoin = false;
+    options.value = "mine";
+    options.leader_changed = [&](const std::optional<Leader>& now) {
+      const std::lock_guard lock(mutex);
+      told.push_back(now);
+    };
+    run_elector(
+        client, elections_, name_,
+        [&](const Term<std::string>& term, std::stop_token) {
+          // Told of itself, with its value, while it leads.
+          EXPECT_TRUE(eventually([&] {
+            const auto now = last();
+            return now && now->term == term.number && now->value == "mine";
+          }));
+        },
+        options);
+  });
+  ASSERT_TRUE(eventually([&] {
+    const auto now = last();
+    return now && now->term == other->fence();
+  })) << "told of the other leader first";
+  ASSERT_TRUE(redis_.process(elections_.resign(*other)));
+  elector.join();
+  const std::lock_guard lock(mutex);
+  ASSERT_GE(told.size(), 3u);
+  ASSERT_TRUE(told[0]);
+  EXPECT_EQ(told[0]->term, other->fence());
+  EXPECT_FALSE(told[1]) << "nobody, between the two terms";
+  ASSERT_TRUE(told[2]);
+  EXPECT_GT(told[2]->term, other->fence()) << "this elector's term";
+}
+
 // A leader cut off from Redis (the server paused) has its work stopped at its lease's deadline
 // by its own clock, before Redis can expire the lease, and is told the Redis error; once Redis
 // answers again it stands again, and leads in a new term.

@@ -12,6 +12,8 @@ void add_leader(CLI::App& app, Invocation& invocation) {
       app.add_subcommand("leader", "show who leads the election NAME (exit 3 when nobody does)");
   command->add_option("NAME", options->name, "the election's name")->required();
   command->add_flag("--json", options->json, "print JSON");
+  command->add_flag("--watch", options->watch,
+                    "print a line now and one per change, until SIGINT or SIGTERM (exit 0)");
   on_parsed(*command, invocation,
             [options, &globals = invocation.globals] { return leader(globals, *options); });
 }

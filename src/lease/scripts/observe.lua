@@ -27,10 +27,10 @@ local version = announce(KEYS[2], ARGV[3], KEYS[1], KEYS[3], KEYS[4])
 local lookers = live_lookers(KEYS[2], now)
 local looking = 0
 for _, looker in ipairs(lookers) do
-  if looker[1] == ARGV[1] then looker[2] = tostring(now + ticket); looking = 1 end
+  if looker[1] == ARGV[1] then looker[2] = string.format('%.0f', now + ticket); looking = 1 end
 end
 if looking == 0 and #lookers < 2 then
-  lookers[#lookers + 1] = {ARGV[1], tostring(now + ticket)}
+  lookers[#lookers + 1] = {ARGV[1], string.format('%.0f', now + ticket)}
   looking = 1
 end
 set_lookers(KEYS[2], lookers)
