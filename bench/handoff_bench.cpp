@@ -343,7 +343,7 @@ void load(leasehold::Client& holder, const Options& options) {
 
 // --observers watches (one Client) of one election's leader, held for longer than the measured
 // interval and not extended: the commands they sent per observer per second, and the calls
-// Redis made for them, once each has been told the leader.
+// Redis made for them, once each has been told the leader and has looked on its subscription.
 void observe_load(leasehold::Client& holder, const Options& options) {
   const auto seconds = std::chrono::seconds(options.load_s);
   const leasehold::Election<std::string> elections{"handoff-observed", 3 * seconds};
@@ -351,13 +351,22 @@ void observe_load(leasehold::Client& holder, const Options& options) {
   if (!leader)
     throw std::runtime_error("the observed election's campaign did not lead");
   leasehold::Client observing(options.url);
+  const long long started = client_commands(holder);
   std::atomic<std::uint64_t> told{0};
   std::vector<std::unique_ptr<leasehold::Watch<std::optional<leasehold::Leader>>>> watches;
   for (std::uint64_t i = 0; i < options.observers; ++i)
     watches.push_back(std::make_unique<leasehold::Watch<std::optional<leasehold::Leader>>>(
         observing, elections.observe("observed"),
         [&told](std::error_code, const std::optional<leasehold::Leader>&) { ++told; }));
-  await([&] { return told.load() >= options.observers; });
+  // Settled: each observer was told the leader, and looked again on its subscription (a change
+  // may have come in between); what follows is the steady state.
+  await([&] {
+    if (told.load() >= options.observers &&
+        client_commands(holder) - started >= 2 * static_cast<long long>(options.observers))
+      return true;
+    std::this_thread::sleep_for(10ms);  // polling against await's deadline
+    return false;
+  });
   const long long client_before = client_commands(holder);
   const long long all_before = commands_processed(holder);
   std::this_thread::sleep_for(seconds);  // the measured interval itself, not a synchronisation

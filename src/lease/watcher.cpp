@@ -148,7 +148,7 @@ class Watcher final : public WatchHandle, public std::enable_shared_from_this<Wa
       return;
     apply(*heard);
     if (!in_flight_)
-      schedule();  // a looker looks when this holder's lease would run out
+      schedule(true);  // a looker looks when this holder's lease would run out
   }
 
   void apply(const Announced& seen) {
@@ -162,8 +162,9 @@ class Watcher final : public WatchHandle, public std::enable_shared_from_this<Wa
 
   // The next look or renewal: a looker looks when the holder's lease would run out, or every
   // recheck; an observer not told of changes looks every recheck_unwatched; the others renew
-  // every recheck.
-  void schedule() {
+  // every recheck. `sooner_only`: an announcement moves an armed timer earlier, never later (a
+  // name that changes often must not keep its observers from renewing).
+  void schedule(bool sooner_only = false) {
     const Clock::time_point now = Clock::now();
     if (!watched_)
       return arm(now + options_.recheck_unwatched, true);
@@ -173,6 +174,8 @@ class Watcher final : public WatchHandle, public std::enable_shared_from_this<Wa
     if (looker_ && seen_ && !seen_->lease.empty() && left > std::chrono::milliseconds::zero() &&
         left < options_.recheck)
       at = std::min(at, seen_at_ + left + kMargin);
+    if (sooner_only && at >= armed_for_)
+      return;
     arm(at, looker_);
   }
 
