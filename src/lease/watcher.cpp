@@ -111,7 +111,7 @@ class Watcher final : public WatchHandle, public std::enable_shared_from_this<Wa
         finish();
         return;
       }
-      arm(Clock::now() + options_.recheck_unwatched, false);
+      arm(Clock::now() + options_.recheck_unwatched, true);
       return;
     }
     looker_ = look->looker;
@@ -139,10 +139,8 @@ class Watcher final : public WatchHandle, public std::enable_shared_from_this<Wa
       return;
     }
     const std::optional<Announced> heard = parse_announcement(payload);
-    if (!heard) {  // not an announcement: a look says what it meant
-      look();
+    if (!heard)  // not one of leasehold's (another publisher): no observer looks because of it
       return;
-    }
     newest_heard_ = std::max(newest_heard_, heard->version);
     if (seen_ && heard->version <= version_)
       return;

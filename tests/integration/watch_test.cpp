@@ -1,8 +1,9 @@
 // Watching an Election's leader against a real redis-server: the state at once, then each new
 // leader, each proclaimed value and each time nobody leads (a resign, an expiry, a deposition, a
 // key deleted behind the library's back), told within a round trip or, for what tells no one, by
-// the first observers' look; sync, async and callback forms; cancelling; a key of the wrong type
-// ends the watch with an error; waiters queued behind an observed leader still get their turn.
+// the first observers' look, or when a lost subscription comes back; what another publisher sends
+// is ignored; sync, async and callback forms; cancelling; a key of the wrong type ends the watch
+// with an error; waiters queued behind an observed leader still get their turn.
 #include <gtest/gtest.h>
 
 #include <asio/bind_cancellation_slot.hpp>
@@ -141,6 +142,43 @@ TEST_F(WatchTest, ACampaignerQueuedBehindAnObservedLeaderGetsItsTurnAndIsSeen) {
   ASSERT_TRUE(seen);
   EXPECT_EQ(seen->term, next->fence());
   redis_.process(elections_.resign(*next));
+}
+
+TEST_F(WatchTest, AChangeMadeWhileItsSubscriptionWasDownIsSeenWhenItComesBack) {
+  Watch watch(redis_, elections_.observe(name_));
+  EXPECT_FALSE(next_within(watch));
+  ASSERT_TRUE(eventually([&] {  // subscribed: the kill below cuts a subscription
+    return server_
+               ->command({"PUBSUB", "SHARDNUMSUB", detail::changed_channel(elections_.key(name_))})
+               .elements.at(1)
+               .integer == 1;
+  }));
+  EXPECT_EQ(server_->command({"CLIENT", "KILL", "TYPE", "pubsub"}).integer, 1);
+  auto leader = wait_for(redis_, elections_.campaign(name_), 5s);  // announced to nobody
+  ASSERT_TRUE(leader);
+  // Seen when the subscription comes back (a look at once), not at the 40 s recheck.
+  const Seen seen = next_within(watch, 5s);
+  ASSERT_TRUE(seen);
+  EXPECT_EQ(seen->term, leader->fence());
+  redis_.process(elections_.resign(*leader));
+}
+
+TEST_F(WatchTest, WhatAnotherPublisherSendsOnTheChannelIsIgnored) {
+  Watch watch(redis_, elections_.observe(name_));
+  EXPECT_FALSE(next_within(watch));
+  const std::string channel = detail::changed_channel(elections_.key(name_));
+  ASSERT_TRUE(eventually([&] {
+    return server_->command({"PUBSUB", "SHARDNUMSUB", channel}).elements.at(1).integer == 1;
+  }));
+  for (const char* message : {"hello", "", "1 2 3", "18 5000 x y"})
+    EXPECT_EQ(server_->command({"SPUBLISH", channel, message}).integer, 1);
+  EXPECT_FALSE(watch.next(Clock::now() + 300ms)) << "no change told";
+  auto leader = wait_for(redis_, elections_.campaign(name_), 5s);
+  ASSERT_TRUE(leader);
+  const Seen seen = next_within(watch, 2s);
+  ASSERT_TRUE(seen) << "a real change is still told";
+  EXPECT_EQ(seen->term, leader->fence());
+  redis_.process(elections_.resign(*leader));
 }
 
 TEST_F(WatchTest, TheAsyncFormIsToldEachChangeAndCanBeCancelled) {
