@@ -253,23 +253,22 @@ TEST_F(WatchTest, AKeyOfAnotherTypeEndsTheWatchWithTheError) {
 TEST_F(WatchTest, WatchersOfAHeldNameSendNothingUntilTheirRecheck) {
   auto leader = wait_for(redis_, elections_.campaign(name_), 5s);  // 10 s, not extended
   ASSERT_TRUE(leader);
+  const auto scripts = [&] {
+    return testing::command_calls(*server_, "evalsha") + testing::command_calls(*server_, "eval");
+  };
+  const long long started = scripts();
   Client observing(server_->unix_url());
   std::vector<std::unique_ptr<Watch<Seen>>> watches;
   for (int i = 0; i < 20; ++i) {
     watches.push_back(std::make_unique<Watch<Seen>>(observing, elections_.observe(name_)));
     ASSERT_TRUE(next_within(*watches.back()));
   }
-  const long long before =
-      testing::command_calls(*server_, "evalsha") + testing::command_calls(*server_, "eval");
+  // Settled: each looked at its start and again once its subscription was confirmed.
+  ASSERT_TRUE(eventually([&] { return scripts() - started >= 2 * 20; }));
+  const long long before = scripts();
   // Two seconds in which nothing changes: no observer looks nor renews (recheck: 40 s; the
   // lookers look at the lease's expiry, 8 s away).
-  EXPECT_FALSE(eventually(
-      [&] {
-        return testing::command_calls(*server_, "evalsha") +
-                   testing::command_calls(*server_, "eval") >
-               before;
-      },
-      2s, 50ms));
+  EXPECT_FALSE(eventually([&] { return scripts() > before; }, 2s, 50ms)) << scripts() - before;
   redis_.process(elections_.resign(*leader));
 }
 
