@@ -1,6 +1,7 @@
 // Notified waiting (leasehold/wait.hpp) on a real Redis Cluster: a waiter queues in its name's
 // slot and is told of each release over sharded pub/sub, on the client's one subscriber
 // connection per master; the subscription follows the slot when it moves (resharding, failover).
+// An election's watches are told of each change the same way.
 // Every wait here re-checks only every 1900 ms, so a hand-off far faster than that was a
 // notification. Suites that break the cluster (resharding, failover) start their own.
 #include <gtest/gtest.h>
@@ -181,6 +182,45 @@ TEST_F(ClusterWait, AReleaseHandsTheLockToItsWaiterOnEveryMaster) {
     const int master = master_of_key(*cluster_, key);
     EXPECT_EQ(queued(*cluster_, master, key), 0) << name;
     EXPECT_TRUE(eventually([&] { return subscribers(*cluster_, master, key) == 0; }, 5s)) << name;
+  }
+}
+
+// A watch of an election on each master (one client): each is told its leader at once, then
+// the new leader and nobody after its resign, by its master's announcements.
+TEST_F(ClusterWait, WatchesOfElectionsOnEveryMasterAreToldEachChange) {
+  const std::string ns = unique("watched");  // the election keeps a view of it
+  const Election<std::string> elections{ns, 30s};
+  std::map<int, std::string> name_of_master;
+  for (int i = 0; name_of_master.size() < 3; ++i) {
+    const std::string name = "name-" + std::to_string(i);
+    name_of_master.emplace(master_of_key(*cluster_, elections.key(name)), name);
+    ASSERT_LT(i, 1000);
+  }
+  Client redis(cluster_->url());
+  Client observing(cluster_->url());
+  WatchOptions slow;
+  slow.recheck = 1900ms;  // only an announcement tells a watch sooner
+  std::vector<std::unique_ptr<Watch<std::optional<Leader>>>> watches;
+  for (const auto& [master, name] : name_of_master) {
+    watches.push_back(
+        std::make_unique<Watch<std::optional<Leader>>>(observing, elections.observe(name), slow));
+    const auto first = watches.back()->next(Clock::now() + 5s);
+    ASSERT_TRUE(first) << name;
+    EXPECT_FALSE(*first) << name << ": nobody leads yet";
+  }
+  std::size_t i = 0;
+  for (const auto& [master, name] : name_of_master) {
+    SCOPED_TRACE(name + " on master " + std::to_string(master));
+    Watch<std::optional<Leader>>& watch = *watches[i++];
+    auto leader = wait_for(redis, elections.campaign(name), 5s);
+    ASSERT_TRUE(leader);
+    auto told = watch.next(Clock::now() + 1s);
+    ASSERT_TRUE(told && *told) << "not told of the leader within 1 s";
+    EXPECT_EQ((*told)->term, leader->fence());
+    ASSERT_TRUE(redis.process(elections.resign(*leader)));
+    told = watch.next(Clock::now() + 1s);
+    ASSERT_TRUE(told) << "not told of the resign within 1 s";
+    EXPECT_FALSE(*told);
   }
 }
 
