@@ -1,10 +1,20 @@
 #include "leasehold/election.hpp"
 
 #include "lease_scripts.hpp"
+#include "scripts.hpp"
 
 namespace leasehold::detail {
 
 // The scripts' contracts are in src/lease/scripts/.
+
+namespace {
+Request election_lease_release_request(const LeaseState& state) {
+  return lock_release_request(state.key, state.value, true);
+}
+}  // namespace
+
+const LeaseKind kElectionLease{lock_release_script, lock_extend_script,
+                               election_lease_release_request};
 
 Request proclaim_request(std::string_view key, std::string_view value_key,
                          std::string_view term_key, std::string_view lease_value,

@@ -13,18 +13,20 @@ const Script& lock_release_script() {
   return script;
 }
 
-Request lock_release_request(std::string_view key, std::string_view id_hex) {
-  const std::string observed = observed_key(key);
+Request lock_release_request(std::string_view key, std::string_view id_hex, bool observable) {
+  // A Lock's release sends its key alone: the common path stays a compare-and-delete of one key.
+  const std::string observed = observable ? observed_key(key) : std::string();
   const std::string_view keys[] = {key, observed};
+  const std::span<const std::string_view> used(keys, observable ? 2 : 1);
   const std::string_view id[] = {id_hex};
   // The script names the channels of a key with a hash tag, or without braces; braces that make
   // no tag are escaped by same_slot_key(), which the script does not repeat.
   if (hash_tag(key) != key || (!key.empty() && key.find_first_of("{}") == std::string_view::npos))
-    return Request::script(lock_release_script(), keys, id);
+    return Request::script(lock_release_script(), used, id);
   const std::string released = released_channel(key);
   const std::string changed = changed_channel(key);
   const std::string_view args[] = {id_hex, released, changed};
-  return Request::script(lock_release_script(), keys, args);
+  return Request::script(lock_release_script(), used, args);
 }
 
 std::optional<std::string> name_in_tagged_key(std::string_view key, std::string_view head,

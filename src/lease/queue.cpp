@@ -1,6 +1,7 @@
 #include "leasehold/queue.hpp"
 
 #include "lease_scripts.hpp"
+#include "leasehold/detail/election.hpp"
 #include "scripts.hpp"
 
 namespace leasehold::detail {
@@ -57,8 +58,9 @@ Request LockTurn::try_request(const Waiter& waiter) const {
 Result<TurnOutcome> LockTurn::parse_try(const Reply& reply, const Timing& timing,
                                         const Waiter& waiter) const {
   static const std::string no_second_key;
+  const LeaseKind* kind = observable() ? &kElectionLease : &kLockLease;
   return turn_outcome(reply, timing, waiter,
-                      {key_, no_second_key, &kLockLease, ttl_, fence_key_.has_value()});
+                      {key_, no_second_key, kind, ttl_, fence_key_.has_value()});
 }
 
 std::optional<Request> LockTurn::keep_place_request(
@@ -75,7 +77,7 @@ DecimalDigits place_until_ms(std::chrono::system_clock::time_point until) {
 }
 
 Request LockTurn::release_request(const Waiter& waiter) const {
-  return lock_release_request(key_, waiter.value);
+  return lock_release_request(key_, waiter.value, observable());
 }
 
 std::optional<Request> LockTurn::leave_request(const Waiter& waiter) const {

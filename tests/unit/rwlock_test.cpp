@@ -130,17 +130,20 @@ TEST(RwLockTokens, ReleaseAndExtendByTheScriptsOfTheirAcquire) {
   EXPECT_TRUE(uses(writer.extend().request(), detail::rw_write_extend_script()));
   EXPECT_TRUE(uses(holder.release().request(), detail::lock_release_script()));
   EXPECT_TRUE(uses(holder.extend().request(), detail::lock_extend_script()));
-  // Both of an RwLock's keys (one slot); a Lock's key and its observers' hash in its release (its
-  // waiters and observers mark the key; its queue is not read). The channels' names are sent only
-  // for a key whose braces make no tag: for the others the script builds them as same_slot_key()
-  // does.
+  // Both of an RwLock's keys (one slot); a Lock's key alone, even in its release (its waiters
+  // mark the key); an Election's release adds its observers' hash. The channels' names are sent
+  // only for a key whose braces make no tag: for the others the script builds them as
+  // same_slot_key() does.
   const std::string readers_key = kCatalog.readers_key("books");
   EXPECT_NE(reader.release().request().bytes().find(readers_key), std::string_view::npos);
   EXPECT_NE(writer.extend().request().bytes().find(readers_key), std::string_view::npos);
   const std::string plain_key = kInvoices.key("7");
-  EXPECT_NE(holder.release().request().bytes().find("$1\r\n2\r\n"), std::string_view::npos);
-  EXPECT_NE(holder.release().request().bytes().find(detail::observed_key(plain_key)),
-            std::string_view::npos);
+  EXPECT_NE(holder.release().request().bytes().find("$1\r\n1\r\n"), std::string_view::npos);
+  EXPECT_EQ(holder.release().request().bytes().find(":observed"), std::string_view::npos);
+  const Request observed_release =
+      detail::lock_release_request(plain_key, "0123456789abcdef0123456789abcdef", true);
+  EXPECT_NE(observed_release.bytes().find("$1\r\n2\r\n"), std::string_view::npos);
+  EXPECT_NE(observed_release.bytes().find(detail::observed_key(plain_key)), std::string_view::npos);
   EXPECT_EQ(holder.release().request().bytes().find(detail::queue_key(plain_key)),
             std::string_view::npos);
   EXPECT_EQ(holder.release().request().bytes().find(":released"), std::string_view::npos);

@@ -15,6 +15,9 @@
 namespace leasehold {
 namespace detail {
 
+// An Election's lease: a Lock's, whose release also tells the election's observers.
+extern const LeaseKind kElectionLease;
+
 // election_proclaim.lua: sets the value key to `value` for the lease `lease_value`, if it leads,
 // and tells the election's observers.
 Request proclaim_request(std::string_view key, std::string_view value_key,

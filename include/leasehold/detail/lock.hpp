@@ -25,8 +25,10 @@ constexpr std::string_view lock_holder(std::string_view value) {
   return value.substr(0, value.find(':'));
 }
 
-// The release of the lease `id_hex` on a lock key: it tells the waiters the key names, if any.
-Request lock_release_request(std::string_view key, std::string_view id_hex);
+// The release of the lease `id_hex` on a lock key: it tells the waiters the key names, if any,
+// and, for a kind that can be observed (an Election), the observers.
+Request lock_release_request(std::string_view key, std::string_view id_hex,
+                             bool observable = false);
 // The operator's release of whoever holds a lock key; it tells the waiters the key names, if any.
 Request lock_force_release_request(std::string_view key);
 const Script& lock_try_fenced_script();

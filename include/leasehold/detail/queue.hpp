@@ -23,7 +23,8 @@ Waiter waiter_of(const WaitTicket& ticket);
 // held key with the head waiter so that the release tells it.
 class LockTurn final : public TurnContract {
  public:
-  // `value_key`: an Election's proclaimed value, announced to its observers with its leader.
+  // `value_key`: an Election's proclaimed value, announced to its observers with its leader; its
+  // leases are an Election's (their release tells the observers).
   LockTurn(std::string key, std::chrono::milliseconds ttl, std::optional<std::string> fence_key,
            std::optional<std::string> value_key = std::nullopt);
 
@@ -38,6 +39,8 @@ class LockTurn final : public TurnContract {
   std::optional<Request> leave_request(const Waiter& waiter) const override;
 
  private:
+  bool observable() const noexcept { return value_key_.has_value(); }
+
   std::string key_;
   WaitKeys waiting_;
   std::string observed_;
