@@ -3,12 +3,13 @@
 -- channel, ARGV[2] its change channel.
 -- Reply: 1 if the key held a lease and was deleted, else 0. A key marked with the value at the
 -- head of the queue (lock_holder.lua) has that value published on the release channel, as a
--- release does; an observed one has its change announced.
+-- release does; one marked observed has its change announced (only then are the observers'
+-- hash commands run: a Lock's user needs none of them).
 --! include observed.lua
 local value = redis.call('GET', KEYS[1])
 if not value then return 0 end
 redis.call('DEL', KEYS[1])
 local waiting = waiting_in_mark(value)
 if waiting then redis.pcall('SPUBLISH', ARGV[1], waiting) end
-announce(KEYS[2], ARGV[2], KEYS[1])
+if observed_mark(value) then announce(KEYS[2], ARGV[2], KEYS[1]) end
 return 1
