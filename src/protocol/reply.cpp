@@ -32,6 +32,10 @@ std::error_code classify_error_reply(std::string_view message) noexcept {
     return errc::out_of_memory;
   if (message.find("NOPERM") != std::string_view::npos)
     return errc::no_permission;
+  // Redis 7.0 words an ACL refusal inside a script without NOPERM: "ERR The user executing the
+  // script can't run this command or subcommand script: ...".
+  if (message.find("The user executing the script can't") != std::string_view::npos)
+    return errc::no_permission;
   return errc::server_error;
 }
 

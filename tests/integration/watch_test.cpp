@@ -272,6 +272,59 @@ TEST_F(WatchTest, WatchersOfAHeldNameSendNothingUntilTheirRecheck) {
   redis_.process(elections_.resign(*leader));
 }
 
+// A campaigner whose ACL is waiting's alone (docs/locks.md, without the observers' hash commands)
+// still leads, proclaims and resigns an observed election: announcing never fails the change,
+// and leaves no lease behind; the observers then learn at their lookers' looks.
+TEST_F(WatchTest, ACampaignerWithoutTheHashCommandsStillLeadsAnObservedElection) {
+  server_->command({"ACL",
+                    "SETUSER",
+                    "waiter",
+                    "on",
+                    ">pw",
+                    "resetkeys",
+                    "~leasehold:*",
+                    "resetchannels",
+                    "&leasehold:*",
+                    "-@all",
+                    "+set",
+                    "+get",
+                    "+del",
+                    "+pexpire",
+                    "+eval",
+                    "+evalsha",
+                    "+ping",
+                    "+client|setname",
+                    "+exists",
+                    "+time",
+                    "+pttl",
+                    "+incr",
+                    "+zadd",
+                    "+zrem",
+                    "+zrange",
+                    "+zrangebyscore",
+                    "+zremrangebyscore",
+                    "+zscore",
+                    "+zrank",
+                    "+spublish",
+                    "+ssubscribe",
+                    "+sunsubscribe"});
+  Client limited("unix://waiter:pw@" + server_->socket_path());
+  Watch watch(redis_, elections_.observe(name_));
+  EXPECT_FALSE(next_within(watch));
+  auto leader = wait_for(limited, elections_.campaign(name_), 5s);
+  ASSERT_TRUE(leader) << "the grant's announcement, refused, did not fail the campaign";
+  EXPECT_TRUE(limited.process(elections_.proclaim(*leader, "v")));
+  EXPECT_TRUE(limited.process(elections_.resign(*leader)));
+  EXPECT_FALSE(redis_.process(elections_.leader(name_))) << "no lease left behind";
+  try {
+    Watch refused(limited, elections_.observe(name_));
+    refused.next(Clock::now() + 5s);
+    FAIL() << "observing needs the hash commands";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), errc::no_permission) << error.what();
+  }
+}
+
 TEST(WatchOptionsTest, OptionsThatCannotWorkAreRefused) {
   Client unused("redis://127.0.0.1:1");
   const Election<std::string> elections{"watched", 1s};

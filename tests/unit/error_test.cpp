@@ -27,6 +27,9 @@ TEST(Errors, ErrorRepliesAreClassifiedByTheirPrefix) {
   EXPECT_EQ(classify_error_reply("NOPERM this user has no permissions to run the 'eval' command"),
             errc::no_permission);
   EXPECT_EQ(classify_error_reply("NOSCRIPT No matching script. Please use EVAL."), errc::no_script);
+  EXPECT_EQ(classify_error_reply("ERR The user executing the script can't run this command or "
+                                 "subcommand script: 8d07c0, on @user_script:121."),
+            errc::no_permission);
   EXPECT_EQ(classify_error_reply("ERR Error running script (call to f_x): @user_script:1: "
                                  "WRONGTYPE Operation against a key"),
             errc::wrong_type);

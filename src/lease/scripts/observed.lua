@@ -27,8 +27,10 @@ local function observed_state(key, counter, value_key)
   return lease, redis.call('PTTL', key), term, proclaimed
 end
 local function announce(observed, channel, key, counter, value_key)
-  local last = redis.call('HMGET', observed, 'v', 's')
-  if not last[1] then return nil end
+  -- pcall: an announcement never fails the change it follows (a user whose ACL refuses the
+  -- hash's commands still takes, releases and proclaims; its observers learn at a look).
+  local last = redis.pcall('HMGET', observed, 'v', 's')
+  if type(last) ~= 'table' or last.err or not last[1] then return nil end
   local lease, ttl, term, proclaimed = observed_state(key, counter, value_key)
   local signature = ''
   if lease then
@@ -39,7 +41,9 @@ local function announce(observed, channel, key, counter, value_key)
   local time = redis.call('TIME')
   local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
   local version = string.format('%.0f', math.max(tonumber(last[1]) + 1, now))
-  redis.call('HSET', observed, 'v', version, 's', signature)
+  if type(redis.pcall('HSET', observed, 'v', version, 's', signature)) == 'table' then
+    return nil  -- refused: not announced (a look will)
+  end
   local message = version
   if lease then message = version .. ' ' .. ttl .. ' ' .. signature end
   redis.pcall('SPUBLISH', channel, message)
