@@ -28,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <stop_token>
+#include <string>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -117,6 +118,7 @@ class Watch {
   // that ended the watch (a refused ACL, a key of the wrong type; Redis down only delays it).
   std::optional<State> next(Clock::time_point deadline = Clock::time_point::max(),
                             std::stop_token stop = {}) {
+    check_taken("next");
     std::optional<detail::SeenLease> seen = mailbox_->take(deadline, std::move(stop));
     if (!seen)
       return std::nullopt;
@@ -128,6 +130,7 @@ class Watch {
   // One at a time.
   template <class CompletionToken>
   auto async_next(CompletionToken&& token) {
+    check_taken("async_next");
     return asio::async_initiate<CompletionToken, void(std::error_code, State)>(
         [this](auto handler) {
           auto slot = asio::get_associated_cancellation_slot(handler);
@@ -165,6 +168,13 @@ class Watch {
   }
 
  private:
+  // A watch made with a callback has nothing to take.
+  void check_taken(const char* what) const {
+    if (!mailbox_)
+      throw Error(make_error_code(errc::invalid_argument),
+                  std::string(what) + "() on a Watch made with a callback: its states go there");
+  }
+
   template <class Sink>
   void start(Client& client, const Observed<State>& observed, Sink sink,
              const WatchOptions& options) {

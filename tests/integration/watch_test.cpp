@@ -227,6 +227,7 @@ TEST_F(WatchTest, ACallbackIsToldEachChangeAndNothingOnceCancelled) {
   auto leader = wait_for(redis_, elections_.campaign(name_), 5s);
   ASSERT_TRUE(leader);
   ASSERT_TRUE(eventually([&] { return count() == 2; }));
+  EXPECT_THROW(watch.next(Clock::now()), Error) << "its states go to the callback";
   watch.cancel();
   redis_.process(elections_.resign(*leader));
   // The resign's announcement goes out at once; a callback still registered would have it
