@@ -91,14 +91,8 @@ inline std::string tickets_key(std::string_view lock_key) {
 inline std::string released_channel(std::string_view lock_key) {
   return same_slot_key(lock_key, ":released");
 }
-// A lock key's observers (watch.hpp): their ids by arrival, their tickets, the hash of the state
-// last announced to them (src/lease/scripts/observed.lua), and the channel it is announced on.
-inline std::string observers_key(std::string_view lock_key) {
-  return same_slot_key(lock_key, ":observers");
-}
-inline std::string observer_tickets_key(std::string_view lock_key) {
-  return same_slot_key(lock_key, ":observer_tickets");
-}
+// A lock key's observers (watch.hpp): the hash of the state last announced to them
+// (src/lease/scripts/observed.lua), and the channel it is announced on.
 inline std::string observed_key(std::string_view lock_key) {
   return same_slot_key(lock_key, ":observed");
 }
