@@ -43,6 +43,7 @@ Request LockTurn::try_request(const Waiter& waiter) const {
   const DecimalDigits grace(waiter.grace.count());
   const std::string_view args[] = {waiter.value, ttl.view(), ticket_ttl.view(), grace.view(),
                                    changed_};
+  const std::span<const std::string_view> used_args(args, observable() ? 5 : 4);
   const std::string_view keys[] = {key_,
                                    waiting_.queue,
                                    waiting_.tickets,
@@ -50,7 +51,7 @@ Request LockTurn::try_request(const Waiter& waiter) const {
                                    fence_key_ ? std::string_view(*fence_key_) : std::string_view(),
                                    value_key_ ? std::string_view(*value_key_) : std::string_view()};
   const std::size_t used = fence_key_ ? (value_key_ ? 6 : 5) : 4;
-  return Request::script(lock_in_turn_script(), std::span(keys, used), args)
+  return Request::script(lock_in_turn_script(), std::span(keys, used), used_args)
       .retry_safe()
       .grants_lease();
 }

@@ -3,7 +3,8 @@
 -- (observed.lua), KEYS[5] its fence counter (fenced locks only), KEYS[6] the value key (an
 -- Election's). ARGV[1] the waiter's value (its lease's), ARGV[2] the lock's TTL in ms, ARGV[3]
 -- the ticket's TTL in ms, ARGV[4] the grace in ms a head gets to take a free lock, ARGV[5] the
--- lock's change channel.
+-- change channel of a kind that can be observed (an Election's; none for a Lock, whose grants
+-- then look at no observers).
 -- Reply: {1, fence} if this waiter holds the lock now (granted now, or already: a retry; fence 0
 -- when not fenced), else {0, the holder's PTTL (0: free, another waiter is ahead), this waiter's
 -- place (1: the head), the head's ticket ms left (0: this waiter is the head)}.
@@ -24,7 +25,7 @@ local function granted()
 end
 -- Sets the key to this waiter's lease, marked with `waiting`, and counts a fence.
 local function grant(waiting)
-  local observed = redis.call('EXISTS', KEYS[4]) == 1
+  local observed = ARGV[5] ~= nil and redis.call('EXISTS', KEYS[4]) == 1
   redis.call('SET', KEYS[1], marked_value(ARGV[1], waiting, observed), 'PX', ARGV[2])
   local fence = 0
   if fenced then fence = redis.call('INCR', KEYS[5]) end
