@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "build_paths.hpp"
+#include "minimal_acl.hpp"
 #include "redis_server.hpp"
 #include "shared_server.hpp"
 
@@ -216,32 +217,7 @@ TEST_F(CliDoctorTest, ACommandLeftUntriedIsAWarningThatSaysItWasNotChecked) {
 // (INFO, CONFIG) is a warning that says so, not a failure of doctor.
 TEST_F(CliDoctorTest, TheDocumentedMinimalAclIsUsableAndWhatItCannotReadIsAWarning) {
   const std::string user = "doctor-locker-" + std::to_string(unique_number());
-  std::vector<std::string> acl = {"ACL",          "SETUSER",   user,           "on",
-                                  ">secret",      "resetkeys", "~leasehold:*", "resetchannels",
-                                  "&leasehold:*", "-@all"};
-  for (const char* command : {"+set",
-                              "+get",
-                              "+del",
-                              "+pexpire",
-                              "+eval",
-                              "+evalsha",
-                              "+ping",
-                              "+client|setname",
-                              "+exists",
-                              "+time",
-                              "+pttl",
-                              "+incr",
-                              "+zadd",
-                              "+zrem",
-                              "+zrange",
-                              "+zrangebyscore",
-                              "+zremrangebyscore",
-                              "+zscore",
-                              "+zrank",
-                              "+spublish",
-                              "+ssubscribe",
-                              "+sunsubscribe"})
-    acl.push_back(command);
+  const std::vector<std::string> acl = testing::waiting_acl_setuser(user, "secret");
   ASSERT_EQ(server_->command(acl).str, "OK");
   const std::string url =
       "redis://" + user + ":secret@127.0.0.1:" + std::to_string(server_->port());

@@ -18,6 +18,7 @@
 
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
+#include "minimal_acl.hpp"
 #include "redis_server.hpp"
 #include "shared_server.hpp"
 
@@ -277,38 +278,7 @@ TEST_F(WatchTest, WatchersOfAHeldNameSendNothingUntilTheirRecheck) {
 // still leads, proclaims and resigns an observed election: announcing never fails the change,
 // and leaves no lease behind; the observers then learn at their lookers' looks.
 TEST_F(WatchTest, ACampaignerWithoutTheHashCommandsStillLeadsAnObservedElection) {
-  server_->command({"ACL",
-                    "SETUSER",
-                    "waiter",
-                    "on",
-                    ">pw",
-                    "resetkeys",
-                    "~leasehold:*",
-                    "resetchannels",
-                    "&leasehold:*",
-                    "-@all",
-                    "+set",
-                    "+get",
-                    "+del",
-                    "+pexpire",
-                    "+eval",
-                    "+evalsha",
-                    "+ping",
-                    "+client|setname",
-                    "+exists",
-                    "+time",
-                    "+pttl",
-                    "+incr",
-                    "+zadd",
-                    "+zrem",
-                    "+zrange",
-                    "+zrangebyscore",
-                    "+zremrangebyscore",
-                    "+zscore",
-                    "+zrank",
-                    "+spublish",
-                    "+ssubscribe",
-                    "+sunsubscribe"});
+  server_->command(testing::waiting_acl_setuser("waiter", "pw"));
   Client limited("unix://waiter:pw@" + server_->socket_path());
   Watch watch(redis_, elections_.observe(name_));
   EXPECT_FALSE(next_within(watch));
