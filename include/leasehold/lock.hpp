@@ -28,6 +28,8 @@
 #include "leasehold/detail/turn.hpp"
 #include "leasehold/holder.hpp"
 #include "leasehold/lease.hpp"
+#include "leasehold/lease_info.hpp"
+#include "leasehold/observed.hpp"
 #include "leasehold/query.hpp"
 #include "leasehold/slot.hpp"
 #include "leasehold/turn.hpp"
@@ -178,6 +180,16 @@ class Lock {
   InTurn<LockToken<Lock>> in_turn(const N& name) const {
     return detail::TurnAccess::make<LockToken<Lock>>(detail::lock_turn(
         key(name), ttl_, fencing_ ? std::optional<std::string>(fence_key(name)) : std::nullopt));
+  }
+
+  // Who holds `name`, watched (watch.hpp): the lease that holds it now (none when it is free),
+  // then each change: a new holder, a release, an expiry, a delete, a value another client set.
+  // An extension is not a change. Changes are told by the server's tracking of the key (docs/
+  // locks.md, "Observing a lock").
+  Observed<std::optional<LeaseInfo>> observe(const N& name) const {
+    return detail::WatchAccess::make<std::optional<LeaseInfo>>(
+        detail::WatchTarget{key(name), std::nullopt, std::nullopt, false},
+        &detail::lock_lease_seen);
   }
 
   // A token for the lease on `name` whose value() is `value`, taken by another process or an

@@ -38,6 +38,7 @@
 #include "leasehold/detail/operation.hpp"
 #include "leasehold/detail/watch.hpp"
 #include "leasehold/error.hpp"
+#include "leasehold/observed.hpp"
 
 namespace leasehold {
 
@@ -53,24 +54,6 @@ struct WatchOptions {
   // How long a name stays observed after its last observer's last renewal (an observer that
   // died), and how long a looker that died keeps its duty.
   std::chrono::milliseconds ticket_ttl{120000};
-};
-
-// A name to watch, as a value: Election::observe() makes one. `State` is what a change reads as
-// (an Election's: std::optional<Leader>).
-template <class State>
-class Observed {
- public:
-  using state_type = State;
-
- private:
-  friend struct detail::WatchAccess;
-  template <class>
-  friend class Watch;
-  using Read = State (*)(const detail::SeenLease&);
-  Observed(detail::WatchTarget target, Read read) : target_(std::move(target)), read_(read) {}
-
-  detail::WatchTarget target_;
-  Read read_;
 };
 
 template <class State>
@@ -189,14 +172,5 @@ class Watch {
   std::shared_ptr<detail::ClosableCallback<std::error_code, const State&>> callback_;
   std::shared_ptr<detail::WatchHandle> handle_;
 };
-
-namespace detail {
-struct WatchAccess {
-  template <class State>
-  static Observed<State> make(WatchTarget target, State (*read)(const SeenLease&)) {
-    return Observed<State>(std::move(target), read);
-  }
-};
-}  // namespace detail
 
 }  // namespace leasehold

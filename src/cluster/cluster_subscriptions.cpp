@@ -15,6 +15,14 @@ ClusterSubscriptions::ClusterSubscriptions(ConnectionStrand strand, OwnerOf owne
       refresh_soon_(std::move(refresh_soon)) {}
 
 std::uint64_t ClusterSubscriptions::watch(std::string channel, ChannelListener listener) {
+  return add(std::move(channel), std::move(listener), false);
+}
+
+std::uint64_t ClusterSubscriptions::watch_key(std::string key, ChannelListener listener) {
+  return add(std::move(key), std::move(listener), true);
+}
+
+std::uint64_t ClusterSubscriptions::add(std::string channel, ChannelListener listener, bool key) {
   const std::uint64_t id = next_id_++;
   const std::uint16_t slot = key_slot(channel);
   Watch& watch = watches_
@@ -24,7 +32,8 @@ std::uint64_t ClusterSubscriptions::watch(std::string channel, ChannelListener l
                                         {},
                                         0,
                                         false,
-                                        false})
+                                        false,
+                                        key})
                      .first->second;
   place(id, watch);
   return id;
@@ -35,8 +44,15 @@ void ClusterSubscriptions::unwatch(std::uint64_t id) {
   if (found == watches_.end())
     return;
   if (const auto node = found->second.node.lock())
-    node->notifications().unwatch(found->second.node_watch);
+    leave(found->second, *node);
   watches_.erase(found);
+}
+
+void ClusterSubscriptions::leave(const Watch& watch, ServerConnection& node) {
+  if (watch.key)
+    node.notifications().unwatch_key(watch.node_watch);
+  else
+    node.notifications().unwatch(watch.node_watch);
 }
 
 void ClusterSubscriptions::reroute() {
@@ -46,7 +62,7 @@ void ClusterSubscriptions::reroute() {
     if (now == before && now)
       continue;
     if (before)
-      before->notifications().unwatch(watch.node_watch);
+      leave(watch, *before);
     watch.lost = watch.subscribed;
     place(id, watch);
   }
@@ -65,28 +81,35 @@ void ClusterSubscriptions::place(std::uint64_t id, Watch& watch) {
     tell(watch, ChannelEvent::unavailable);
     return;
   }
-  watch.node_watch = owner->notifications().watch(
-      watch.channel, [weak = weak_from_this(), id](ChannelEvent event, std::string_view payload) {
-        const auto self = weak.lock();
-        if (!self || self->closed_)
-          return;
-        const auto found = self->watches_.find(id);
-        if (found == self->watches_.end())
-          return;
-        Watch& watch = found->second;
-        // The node ended the subscription, or could not make it: the slot may have moved.
-        if (event == ChannelEvent::unavailable) {
-          watch.lost = watch.subscribed;
-          self->refresh_soon_();
-        }
-        if (event == ChannelEvent::subscribed) {
-          if (watch.lost)
-            self->restored_at_ = Clock::now();
-          watch.subscribed = true;
-          watch.lost = false;
-        }
-        (*watch.listener)(event, payload);
-      });
+  auto listener = [weak = weak_from_this(), id](ChannelEvent event, std::string_view payload) {
+    const auto self = weak.lock();
+    if (!self || self->closed_)
+      return;
+    const auto found = self->watches_.find(id);
+    if (found == self->watches_.end())
+      return;
+    Watch& watch = found->second;
+    if (!watch.key)  // (a key's tracking follows its slot at the next slot map's reroute)
+      self->note_channel(watch, event);
+    (*watch.listener)(event, payload);
+  };
+  watch.node_watch = watch.key
+                         ? owner->notifications().watch_key(watch.channel, std::move(listener))
+                         : owner->notifications().watch(watch.channel, std::move(listener));
+}
+
+void ClusterSubscriptions::note_channel(Watch& watch, ChannelEvent event) {
+  // The node ended the subscription, or could not make it: the slot may have moved.
+  if (event == ChannelEvent::unavailable) {
+    watch.lost = watch.subscribed;
+    refresh_soon_();
+  }
+  if (event == ChannelEvent::subscribed) {
+    if (watch.lost)
+      restored_at_ = Clock::now();
+    watch.subscribed = true;
+    watch.lost = false;
+  }
 }
 
 void ClusterSubscriptions::tell(const Watch& watch, ChannelEvent event) {

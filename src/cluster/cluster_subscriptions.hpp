@@ -1,6 +1,7 @@
 // A cluster's watches: each channel watched through the subscriber of the master that serves the
 // channel's slot (one subscriber per master for all the client's watches), and moved to the new
-// master when the slot moves (a resharding, a failover). A node that stops serving the slot ends
+// master when the slot moves (a resharding, a failover). Watches of keys the same way, by the
+// key's slot. A node that stops serving the slot ends
 // the subscription itself; the watch then hears `unavailable`, the cluster reads its slot map
 // again, and reroute() subscribes at the slot's new owner.
 //
@@ -28,6 +29,8 @@ class ClusterSubscriptions final : public Notifications,
 
   std::uint64_t watch(std::string channel, ChannelListener listener) override;
   void unwatch(std::uint64_t id) override;
+  std::uint64_t watch_key(std::string key, ChannelListener listener) override;
+  void unwatch_key(std::uint64_t id) override { unwatch(id); }
   Clock::time_point restored_at() const noexcept override { return restored_at_; }
 
   // After a new slot map: every watch whose slot has another owner now moves there.
@@ -36,16 +39,21 @@ class ClusterSubscriptions final : public Notifications,
 
  private:
   struct Watch {
-    std::string channel;
+    std::string channel;  // or the key
     std::uint16_t slot;
     std::shared_ptr<ChannelListener> listener;
     std::weak_ptr<ServerConnection> node;  // where it is watched now (none: no owner known)
     std::uint64_t node_watch = 0;
     bool subscribed = false;  // at some node, once at least
     bool lost = false;        // since: ended, or moved to another node
+    bool key = false;         // a key's changes (Notifications::watch_key), not a channel's
   };
+  std::uint64_t add(std::string channel, ChannelListener listener, bool key);
+  void leave(const Watch& watch, ServerConnection& node);
   void place(std::uint64_t id, Watch& watch);
   void tell(const Watch& watch, ChannelEvent event);
+  // What a channel's event says of its subscription (restored_at(), a slot map to read again).
+  void note_channel(Watch& watch, ChannelEvent event);
 
   ConnectionStrand strand_;
   OwnerOf owner_of_;

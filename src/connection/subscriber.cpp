@@ -43,8 +43,10 @@ Subscriber::Subscriber(ConnectionStrand strand, RedisUrl url, ClientOptions opti
   options_.warn_on_eviction_policy = false;
   options_.replica_acks = 0;
   options_.safe_failover = false;
-  if (!options_.client_name.empty())
+  if (!options_.client_name.empty()) {
+    tracker_name_ = options_.client_name + ":tracker";
     options_.client_name += ":subscriber";
+  }
 }
 
 std::uint64_t Subscriber::watch(std::string channel, ChannelListener listener) {
@@ -65,8 +67,29 @@ void Subscriber::unwatch(std::uint64_t id) {
   run(std::move(effects));
 }
 
+std::uint64_t Subscriber::watch_key(std::string key, ChannelListener listener) {
+  if (!core_ && !closed_)
+    start();
+  if (!tracker_ && !closed_)
+    start_tracker();
+  KeyTracking::Effects effects;
+  const std::uint64_t id = keys_.watch(std::move(key), std::move(listener), effects);
+  run(std::move(effects));
+  return id;
+}
+
+void Subscriber::unwatch_key(std::uint64_t id) {
+  KeyTracking::Effects effects;
+  keys_.unwatch(id, effects);
+  run(std::move(effects));
+}
+
 void Subscriber::close() {
   closed_ = true;
+  if (tracker_) {
+    tracker_->set_connection_observer({});
+    tracker_->close();
+  }
   if (!core_)
     return;
   core_->set_push_sink(nullptr);
@@ -76,8 +99,12 @@ void Subscriber::close() {
 
 void Subscriber::follow_master(const RedisUrl::Endpoint& master,
                                const RedisUrl::Endpoint& sentinel) {
-  if (core_ && !closed_)
+  if (closed_)
+    return;
+  if (core_)
     core_->master_named(master, sentinel);
+  if (tracker_)
+    tracker_->master_named(master, sentinel);
 }
 
 void Subscriber::start() {
@@ -89,19 +116,45 @@ void Subscriber::start() {
     if (!self || self->closed_)
       return;
     SubscriptionSet::Effects effects;
+    KeyTracking::Effects key_effects;
     if (connected) {
       if (self->connected_before_)
         self->restored_at_ = Clock::now();
       self->connected_before_ = true;
+      self->keys_.on_subscriber_connected(key_effects);  // its CLIENT ID goes first
       self->set_.on_connected(effects);
-    } else
+    } else {
+      self->keys_.on_subscriber_lost(key_effects);
       self->set_.on_lost();
+    }
+    self->run(std::move(key_effects));
     self->run(std::move(effects));
   });
   core_->start();
 }
 
+void Subscriber::start_tracker() {
+  ClientOptions options = options_;
+  options.client_name = tracker_name_;
+  tracker_ = std::make_shared<ServerConnection>(strand_, url_, options, tls_);
+  tracker_->set_watches_sentinels(false);
+  tracker_->set_connection_observer([weak = weak_from_this()](bool connected) {
+    const auto self = weak.lock();
+    if (!self || self->closed_)
+      return;
+    KeyTracking::Effects effects;
+    if (connected)
+      self->keys_.on_tracker_connected(effects);
+    else
+      self->keys_.on_tracker_lost(effects);
+    self->run(std::move(effects));
+  });
+  tracker_->start();
+}
+
 bool Subscriber::take(Reply& reply, const Request* awaited) {
+  if (take_invalidation(reply))
+    return true;
   SubscriptionSet::Effects effects;
   const bool sharded = this->sharded();
   if (const std::string* channel = push_channel(reply, sharded ? "smessage" : "message")) {
@@ -124,6 +177,25 @@ bool Subscriber::take(Reply& reply, const Request* awaited) {
   return true;
 }
 
+bool Subscriber::take_invalidation(const Reply& reply) {
+  const std::string* channel = push_channel(reply, "message");
+  if (channel == nullptr || *channel != KeyTracking::kInvalidations)
+    return false;
+  // ["message", "__redis__:invalidate", [key, ...]], or a null for a flush of every key.
+  std::optional<std::vector<std::string>> keys;
+  const Reply& payload = reply.elements[2];
+  if (payload.type == Reply::Type::array) {
+    keys.emplace();
+    for (const Reply& key : payload.elements)
+      if (key.type == Reply::Type::string)
+        keys->push_back(key.str);
+  }
+  KeyTracking::Effects effects;
+  keys_.on_invalidated(keys, effects);
+  run(std::move(effects));
+  return true;
+}
+
 bool Subscriber::sharded() const noexcept {
   return !core_ || !core_->uses_redis6_forms();
 }
@@ -140,6 +212,81 @@ void Subscriber::run(SubscriptionSet::Effects effects) {
       if (const auto alive = listener.lock())
         (*alive)(event, payload);
     });
+  }
+}
+
+void Subscriber::run(KeyTracking::Effects effects) {
+  if (!closed_)
+    for (const KeyTracking::Command& command : effects.commands)
+      send(command);
+  for (KeyTracking::Delivery& delivery : effects.deliveries) {
+    asio::post(strand_, [listener = std::weak_ptr<ChannelListener>(delivery.listener),
+                         event = delivery.event, key = std::move(delivery.key)] {
+      if (const auto alive = listener.lock())
+        (*alive)(event, key);
+    });
+  }
+}
+
+void Subscriber::send(const KeyTracking::Command& command) {
+  using What = KeyTracking::Command::What;
+  // Runs `step` with the outcome of `query` sent on `connection`, unless the subscriber closed.
+  auto submit = [this](ServerConnection& connection, Command query, auto step) {
+    auto on_outcome = [weak = weak_from_this(), step = std::move(step)](Result<Reply> result) {
+      const auto self = weak.lock();
+      if (!self || self->closed_)
+        return;
+      KeyTracking::Effects effects;
+      step(self->keys_, result, effects);
+      self->run(std::move(effects));
+    };
+    connection.submit(std::make_unique<QueryOperation<Command, decltype(on_outcome)>>(
+        std::move(query), Clock::now(), std::move(on_outcome)));
+  };
+  switch (command.what) {
+    case What::ask_id:
+      submit(*core_, Command{"CLIENT", "ID"},
+             [](KeyTracking& keys, const Result<Reply>& id, KeyTracking::Effects& effects) {
+               const bool known = id && id->type == Reply::Type::integer && id->integer >= 0;
+               keys.on_subscriber_id(
+                   known ? std::optional(static_cast<std::uint64_t>(id->integer)) : std::nullopt,
+                   effects);
+             });
+      break;
+    case What::subscribe:
+      submit(*core_, Command{"SUBSCRIBE", KeyTracking::kInvalidations},
+             [](KeyTracking& keys, const Result<Reply>& reply, KeyTracking::Effects& effects) {
+               const std::string* confirmed = reply ? push_channel(*reply, "subscribe") : nullptr;
+               keys.on_subscribed(confirmed != nullptr && *confirmed == KeyTracking::kInvalidations,
+                                  effects);
+             });
+      break;
+    case What::enable: {
+      const std::string redirect = std::to_string(command.redirect);
+      submit(*tracker_, Command{"CLIENT", "TRACKING", "on", "REDIRECT", redirect, "OPTIN"},
+             [redirect = command.redirect](KeyTracking& keys, const Result<Reply>& reply,
+                                           KeyTracking::Effects& effects) {
+               keys.on_enabled(redirect, static_cast<bool>(reply), effects);
+             });
+      break;
+    }
+    case What::arm:
+      // The read right after CLIENT CACHING yes is the one tracked: nothing else is sent on the
+      // tracker connection between the two.
+      // Armed only if both were answered (without tracking on, EXISTS alone tracks nothing).
+      {
+        auto caching = std::make_shared<bool>(false);
+        submit(*tracker_, Command{"CLIENT", "CACHING", "yes"},
+               [caching](KeyTracking&, const Result<Reply>& reply, KeyTracking::Effects&) {
+                 *caching = static_cast<bool>(reply);
+               });
+        submit(*tracker_, Command{"EXISTS", command.key},
+               [caching, key = command.key, arm = command.arm](
+                   KeyTracking& keys, const Result<Reply>& reply, KeyTracking::Effects& effects) {
+                 keys.on_armed(key, arm, *caching && reply, effects);
+               });
+      }
+      break;
   }
 }
 

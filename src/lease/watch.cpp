@@ -7,6 +7,7 @@
 #include "lease_scripts.hpp"
 #include "leasehold/detail/keys.hpp"
 #include "leasehold/detail/timer.hpp"
+#include "leasehold/holder.hpp"
 #include "leasehold/lease.hpp"
 #include "transport.hpp"
 
@@ -20,10 +21,12 @@ Request observe_request(const WatchTarget& target, std::string_view id,
   const std::string observed = observed_key(target.key);
   const std::string channel = changed_channel(target.key);
   const DecimalDigits ticket(ticket_ttl.count());
-  const std::string_view keys[] = {target.key, observed, target.counter,
+  const std::string_view keys[] = {target.key, observed,
+                                   target.counter ? std::string_view(*target.counter) : "",
                                    target.value_key ? std::string_view(*target.value_key) : ""};
-  const std::string_view args[] = {id, ticket.view(), channel};
-  return Request::script(script, std::span(keys, target.value_key ? 4 : 3), args).retry_safe();
+  const std::size_t key_count = !target.counter ? 2 : target.value_key ? 4 : 3;
+  const std::string_view args[] = {id, ticket.view(), channel, target.announced ? "1" : "0"};
+  return Request::script(script, std::span(keys, key_count), args).retry_safe();
 }
 
 Request observe_keep_request(const WatchTarget& target, std::string_view id,
@@ -45,6 +48,14 @@ Request observe_leave_request(const WatchTarget& target, std::string_view id) {
   const std::string_view keys[] = {observed};
   const std::string_view args[] = {id};
   return Request::script(script, keys, args).retry_safe();
+}
+
+std::optional<LeaseInfo> lock_lease_seen(const SeenLease& seen) {
+  if (seen.lease.empty())
+    return std::nullopt;
+  StoredLease lease = read_stored_lease(seen.lease);
+  return LeaseInfo{LeaseInfo::Kind::exclusive, lease.id_hex.substr(0, 8), std::move(lease.holder),
+                   seen.time_left};
 }
 
 namespace {

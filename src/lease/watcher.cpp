@@ -1,5 +1,6 @@
 // The watcher behind every Watch (watch.hpp): on its client's strand, it looks at the name,
-// hears the announcements of its changes, renews its interest, and tells its sink each state.
+// hears of its changes (the announcements on its channel, or the key's own changes as the
+// server's tracking tells them), renews its interest, and tells its sink each state.
 #include <asio/dispatch.hpp>
 #include <asio/post.hpp>
 
@@ -47,12 +48,15 @@ class Watcher final : public WatchHandle, public std::enable_shared_from_this<Wa
     asio::dispatch(transport_->strand(), [self = shared_from_this()] {
       if (self->finished_)
         return;
-      self->watch_ = self->transport_->notifications().watch(
-          changed_channel(self->target_.key),
-          [weak = self->weak_from_this()](ChannelEvent event, std::string_view payload) {
-            if (const auto alive = weak.lock())
-              alive->on_event(event, payload);
-          });
+      auto listener = [weak = self->weak_from_this()](ChannelEvent event,
+                                                      std::string_view payload) {
+        if (const auto alive = weak.lock())
+          alive->on_event(event, payload);
+      };
+      Notifications& notifications = self->transport_->notifications();
+      self->watch_ = self->target_.announced
+                         ? notifications.watch(changed_channel(self->target_.key), listener)
+                         : notifications.watch_key(self->target_.key, listener);
       self->look();
     });
   }
@@ -138,6 +142,11 @@ class Watcher final : public WatchHandle, public std::enable_shared_from_this<Wa
         arm(Clock::now() + options_.recheck_unwatched, true);
       return;
     }
+    if (!target_.announced) {  // the key changed (an extension, too): look what it holds now
+      watched_ = true;
+      look();
+      return;
+    }
     const std::optional<Announced> heard = parse_announcement(payload);
     if (!heard)  // not one of leasehold's (another publisher): no observer looks because of it
       return;
@@ -198,8 +207,10 @@ class Watcher final : public WatchHandle, public std::enable_shared_from_this<Wa
     finished_ = true;
     ++timer_generation_;
     timer_.cancel();
-    if (watch_)
+    if (watch_ && target_.announced)
       transport_->notifications().unwatch(*watch_);
+    else if (watch_)
+      transport_->notifications().unwatch_key(*watch_);
     if (looker_)  // the next observer that renews takes its duty
       send_without_waiting(*transport_, observe_leave_request(target_, id_));
   }

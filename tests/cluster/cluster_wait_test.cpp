@@ -224,6 +224,46 @@ TEST_F(ClusterWait, WatchesOfElectionsOnEveryMasterAreToldEachChange) {
   }
 }
 
+// A watch of a lock on each master (one client): each is told its holder at once, then each
+// take and release by the master's tracking of the key (its looks are 30 s and more away).
+TEST_F(ClusterWait, WatchesOfLocksOnEveryMasterAreToldEachChange) {
+  const std::string ns = unique("tracked");  // the lock keeps a view of it
+  const Lock<std::string> locks{ns, 30s};
+  std::map<int, std::string> name_of_master;
+  for (int i = 0; name_of_master.size() < 3; ++i) {
+    const std::string name = "name-" + std::to_string(i);
+    name_of_master.emplace(master_of_key(*cluster_, locks.key(name)), name);
+    ASSERT_LT(i, 1000);
+  }
+  Client redis(cluster_->url());
+  Client observing(cluster_->url());
+  WatchOptions slow;
+  slow.recheck = 100s;
+  slow.recheck_unwatched = 30s;
+  std::vector<std::unique_ptr<Watch<std::optional<LeaseInfo>>>> watches;
+  for (const auto& [master, name] : name_of_master) {
+    watches.push_back(
+        std::make_unique<Watch<std::optional<LeaseInfo>>>(observing, locks.observe(name), slow));
+    const auto first = watches.back()->next(Clock::now() + 5s);
+    ASSERT_TRUE(first) << name;
+    EXPECT_FALSE(*first) << name << ": nobody holds it yet";
+  }
+  std::size_t i = 0;
+  for (const auto& [master, name] : name_of_master) {
+    SCOPED_TRACE(name + " on master " + std::to_string(master));
+    auto& watch = *watches[i++];
+    auto token = redis.process(locks.try_lock(name));
+    ASSERT_TRUE(token);
+    auto told = watch.next(Clock::now() + 2s);
+    ASSERT_TRUE(told && *told) << "not told of the holder within 2 s";
+    EXPECT_EQ((*told)->id_prefix, token->id().hex().substr(0, 8));
+    ASSERT_TRUE(redis.process(token->release()));
+    told = watch.next(Clock::now() + 2s);
+    ASSERT_TRUE(told) << "not told of the release within 2 s";
+    EXPECT_FALSE(*told);
+  }
+}
+
 // RwLock on each master: readers queued together behind a writer get in together at its
 // release; the writer queued behind them gets in at the last reader's release.
 TEST_F(ClusterWait, ReadersAndWritersAreToldOfEachReleaseOnEveryMaster) {

@@ -1,5 +1,6 @@
 // What a connection tells its waiters: the messages published on channels (sharded pub/sub,
-// SSUBSCRIBE), carried by one subscriber connection per server for all of a client's watches.
+// SSUBSCRIBE), carried by one subscriber connection per server for all of a client's watches,
+// and the changes to keys (by the server's tracking of keys, told on that connection too).
 // Internal: waiting acquires use it (docs/locks.md, "Waiting for a lock").
 #pragma once
 
@@ -28,6 +29,13 @@ class Notifications {
   // which ends with the last of them.
   virtual std::uint64_t watch(std::string channel, ChannelListener listener) = 0;
   virtual void unwatch(std::uint64_t id) = 0;
+  // On the transport's strand. The listener hears of changes to `key` itself, whoever makes them
+  // (a write, an expiry, an eviction, a delete), by the server's tracking of keys: `subscribed`
+  // once the key is tracked (look now), `message` (the key as payload) after each change, and
+  // `unavailable` while it is not tracked (a connection down; a user not allowed CLIENT
+  // TRACKING, CLIENT CACHING or CLIENT ID; a server older than Redis 6.0), until unwatch_key(id).
+  virtual std::uint64_t watch_key(std::string key, ChannelListener listener) = 0;
+  virtual void unwatch_key(std::uint64_t id) = 0;
   // When a subscription that had been lost last came back (a reconnect; a failover that moved
   // the channel); Clock::time_point::min() if none ever did. Messages may have been missed before
   // it, and a failover may have brought back state that had already changed (docs/locks.md).

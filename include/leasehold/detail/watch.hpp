@@ -18,6 +18,7 @@
 
 #include "leasehold/clock.hpp"
 #include "leasehold/detail/unique_function.hpp"
+#include "leasehold/lease_info.hpp"
 #include "leasehold/query.hpp"
 #include "leasehold/reply.hpp"
 #include "leasehold/request.hpp"
@@ -58,9 +59,15 @@ struct Look {
 // The keys of a watched name, derived from its lease key.
 struct WatchTarget {
   std::string key;
-  std::string counter;                   // the term or fence counter
+  std::optional<std::string> counter;    // the term or fence counter (none: an unfenced Lock)
   std::optional<std::string> value_key;  // an Election's proclaimed value
+  // Whether every change of the name announces itself (an Election's scripts do), or the key
+  // itself is watched (a Lock's: anyone may SET it; by the server's tracking of keys).
+  bool announced = true;
 };
+
+// A Lock's state as a Watch reads it (lock.hpp).
+std::optional<LeaseInfo> lock_lease_seen(const SeenLease& seen);
 
 // observe.lua: the look of the observer `id`.
 Request observe_request(const WatchTarget& target, std::string_view id,

@@ -1,12 +1,13 @@
 -- An observer's look at a lock-like name (a Lock's, an Election's; watch.hpp).
--- KEYS[1] the lease key, KEYS[2] the observed hash (observed.lua), KEYS[3] the term or fence
--- counter, KEYS[4] (elections) the proclaimed value's key. ARGV[1] the observer's id, ARGV[2]
--- its ticket's TTL in ms (the hash lives that long after the last observer's look or renewal),
--- ARGV[3] the name's change channel.
+-- KEYS[1] the lease key, KEYS[2] the observed hash (observed.lua), KEYS[3] (optional) the term
+-- or fence counter, KEYS[4] (elections) the proclaimed value's key. ARGV[1] the observer's id,
+-- ARGV[2] its ticket's TTL in ms (the hash lives that long after the last observer's look or
+-- renewal), ARGV[3] the name's change channel, ARGV[4] '1' to mark a held key observed (a kind
+-- whose scripts announce their changes), '0' not to (a Lock's: its key's changes are tracked).
 -- Reply: {the version of the state announced last, 1 if this observer is one of the lookers
 -- (observers.lua) else 0, then the state: the lease value (nil: free), its PTTL, the term, the
 -- proclaimed value (nil: none)}.
--- A held key is marked observed (lock_holder.lua), so that its release announces the change; a
+-- A held key is marked observed if asked (lock_holder.lua), so that its release announces; a
 -- state that changed since it was last announced (an expiry, a key deleted or rewritten behind
 -- the library's back) is announced now. The observer becomes a looker if fewer than two are.
 --! include observed.lua
@@ -19,7 +20,7 @@ if redis.call('EXISTS', KEYS[2]) == 0 then
 end
 redis.call('PEXPIRE', KEYS[2], ticket)
 local value = redis.call('GET', KEYS[1])
-if value and not observed_mark(value) then
+if value and ARGV[4] == '1' and not observed_mark(value) then
   redis.call('SET', KEYS[1], marked_value(holder_of(value), waiting_in_mark(value), true),
              'KEEPTTL')
 end
