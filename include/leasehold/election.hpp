@@ -94,8 +94,8 @@ class Election {
   // leader proclaims, and each time nobody leads (a resign, an expiry, a deposition), for a
   // Watch to run.
   Observed<std::optional<Leader>> observe(const N& name) const {
-    return detail::WatchAccess::make<std::optional<Leader>>(
-        detail::WatchTarget{key(name), term_key(name), value_key(name)}, &detail::leader_seen);
+    return detail::WatchAccess::lease<std::optional<Leader>, &detail::leader_seen>(
+        detail::WatchTarget{key(name), term_key(name), value_key(name), true, {}});
   }
 
   // An operator's query: deposes whoever leads `name` and tells the campaigners; yields 1 if it

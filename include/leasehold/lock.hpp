@@ -187,9 +187,8 @@ class Lock {
   // An extension is not a change. Changes are told by the server's tracking of the key (docs/
   // locks.md, "Observing a lock").
   Observed<std::optional<LeaseInfo>> observe(const N& name) const {
-    return detail::WatchAccess::make<std::optional<LeaseInfo>>(
-        detail::WatchTarget{key(name), std::nullopt, std::nullopt, false},
-        &detail::lock_lease_seen);
+    return detail::WatchAccess::lease<std::optional<LeaseInfo>, &detail::lock_lease_seen>(
+        detail::WatchTarget{key(name), std::nullopt, std::nullopt, false, {}});
   }
 
   // A token for the lease on `name` whose value() is `value`, taken by another process or an

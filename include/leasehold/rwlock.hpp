@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "leasehold/detail/rwlock.hpp"
 #include "leasehold/lock.hpp"
@@ -96,6 +97,18 @@ class RwLock {
     return ForceRelease<RwLock>(
         detail::rw_force_release_request(writer_key(name), readers_key(name), intent_key(name)));
   }
+  // Who holds `name`, watched (watch.hpp): the writer's lease or the readers' now (empty when
+  // free), then each change of them: a lease taken, released or run out, a key deleted. An
+  // extension is not a change. See docs/rwlock.md, "Observing".
+  Observed<std::vector<LeaseInfo>> observe(const N& name) const {
+    return detail::WatchAccess::described(detail::WatchTarget{
+        writer_key(name),
+        std::nullopt,
+        std::nullopt,
+        false,
+        {writer_key(name), readers_key(name), LeaseInfo::Kind::shared, {}, {}, {}}});
+  }
+
   // A query yielding std::optional<LockToken<RwLock>>.
   TryWrite<RwLock> try_write(const N& name) const {
     return TryWrite<RwLock>(writer_key(name), readers_key(name), intent_key(name), ttl_,

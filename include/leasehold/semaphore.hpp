@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "leasehold/detail/semaphore.hpp"
 #include "leasehold/lock.hpp"
@@ -83,6 +84,18 @@ class Semaphore {
   ForceRelease<Semaphore> force_release(const N& name) const {
     return ForceRelease<Semaphore>(
         detail::permit_force_release_request(holders_key(name), count_key(name)));
+  }
+
+  // Who holds `name`'s permits, watched (watch.hpp): the permits' leases now (empty when none is
+  // taken), then each change of them: a permit taken, released or run out, the set deleted. An
+  // extension is not a change. See docs/semaphore.md, "Observing".
+  Observed<std::vector<LeaseInfo>> observe(const N& name) const {
+    return detail::WatchAccess::described(
+        detail::WatchTarget{holders_key(name),
+                            std::nullopt,
+                            std::nullopt,
+                            false,
+                            {{}, holders_key(name), LeaseInfo::Kind::permit, {}, {}, {}}});
   }
 
   // A query yielding std::optional<PermitToken<Semaphore>>.

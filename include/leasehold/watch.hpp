@@ -66,11 +66,10 @@ class Watch {
   // A watch whose states are taken with next() or async_next(), in order; they wait in the
   // Watch until taken.
   Watch(Client& client, const Observed<State>& observed, WatchOptions options = {})
-      : read_(observed.read_), mailbox_(std::make_shared<detail::WatchMailbox>()) {
+      : mailbox_(std::make_shared<detail::WatchMailbox<State>>()) {
     start(
         client, observed,
-        [mailbox = mailbox_](std::error_code error, const std::string& detail,
-                             const detail::SeenLease* state) {
+        [mailbox = mailbox_](std::error_code error, const std::string& detail, const State* state) {
           mailbox->put(error, detail, state);
         },
         options);
@@ -79,15 +78,13 @@ class Watch {
   // change to the next (it must be quick, and must not wait on the client). No call runs or
   // starts once cancel() or the destructor returned.
   Watch(Client& client, const Observed<State>& observed, std::type_identity_t<Callback> on_change,
-        WatchOptions options = {})
-      : read_(observed.read_) {
+        WatchOptions options = {}) {
     using Gate = detail::ClosableCallback<std::error_code, const State&>;
     callback_ = std::make_shared<Gate>(std::move(on_change));
     start(
         client, observed,
-        [gate = callback_, read = read_](std::error_code error, const std::string&,
-                                         const detail::SeenLease* state) {
-          (*gate)(error, state ? read(*state) : State{});
+        [gate = callback_](std::error_code error, const std::string&, const State* state) {
+          (*gate)(error, state ? *state : State{});
         },
         options);
   }
@@ -102,10 +99,7 @@ class Watch {
   std::optional<State> next(Clock::time_point deadline = Clock::time_point::max(),
                             std::stop_token stop = {}) {
     check_taken("next");
-    std::optional<detail::SeenLease> seen = mailbox_->take(deadline, std::move(stop));
-    if (!seen)
-      return std::nullopt;
-    return read_(*seen);
+    return mailbox_->take(deadline, std::move(stop));
   }
 
   // The async form; completion signature void(std::error_code, State). Cancelling it (its
@@ -127,9 +121,9 @@ class Watch {
             });
           // Completed through a post: never within this call.
           mailbox_->take_async(
-              [executor = executor_, work = std::move(work), handler = std::move(handler),
-               read = read_](std::error_code error, std::optional<detail::SeenLease> seen) mutable {
-                State state = seen ? read(*seen) : State{};
+              [executor = executor_, work = std::move(work), handler = std::move(handler)](
+                  std::error_code error, std::optional<State> seen) mutable {
+                State state = seen ? std::move(*seen) : State{};
                 asio::post(executor, [work = std::move(work), handler = std::move(handler), error,
                                       state = std::move(state)]() mutable {
                   work.complete(std::move(handler), error, std::move(state));
@@ -162,13 +156,12 @@ class Watch {
   void start(Client& client, const Observed<State>& observed, Sink sink,
              const WatchOptions& options) {
     executor_ = client.get_executor();
-    handle_ = detail::make_watch(client, observed.target_, options, std::move(sink));
+    handle_ = observed.start_(client, observed.target_, options, std::move(sink));
     handle_->start();
   }
 
-  typename Observed<State>::Read read_;
   asio::any_io_executor executor_;
-  std::shared_ptr<detail::WatchMailbox> mailbox_;
+  std::shared_ptr<detail::WatchMailbox<State>> mailbox_;
   std::shared_ptr<detail::ClosableCallback<std::error_code, const State&>> callback_;
   std::shared_ptr<detail::WatchHandle> handle_;
 };

@@ -162,87 +162,13 @@ void validate(const WatchOptions& options) {
                     " ms): each look renews the name's observation");
 }
 
-void WatchMailbox::put(std::error_code error, const std::string& detail, const SeenLease* state) {
-  Taker taker;
-  std::optional<SeenLease> next;
-  {
-    const std::lock_guard lock(mutex_);
-    if (closed_ || error_)
-      return;
-    if (state)
-      states_.push_back(*state);
-    else
-      error_ = error, detail_ = detail;
-    changed_.notify_all();
-    if (!taker_)
-      return;
-    taker = std::move(taker_);
-    taker_ = {};
-    if (state) {
-      next = std::move(states_.front());
-      states_.pop_front();
-    }
-  }
-  taker(state ? std::error_code() : error, std::move(next));
+void throw_watch_error(std::error_code error, const std::string& detail) {
+  throw_if(error, detail);
+  throw Error(error, detail);  // (throw_if throws for every error: a watch ends with one)
 }
 
-std::optional<SeenLease> WatchMailbox::take(Clock::time_point deadline, std::stop_token stop) {
-  const std::stop_callback on_stop(stop, [this] {
-    const std::lock_guard stopping(mutex_);
-    changed_.notify_all();
-  });
-  std::unique_lock lock(mutex_);
-  const auto ready = [&] { return !states_.empty() || error_ || closed_ || stop.stop_requested(); };
-  if (deadline == Clock::time_point::max())
-    changed_.wait(lock, ready);
-  else
-    changed_.wait_until(lock, deadline, ready);
-  if (!states_.empty() && !closed_) {
-    SeenLease next = std::move(states_.front());
-    states_.pop_front();
-    return next;
-  }
-  if (error_ && !closed_)
-    throw_if(error_, detail_);
-  return std::nullopt;
-}
-
-void WatchMailbox::take_async(Taker taker) {
-  std::unique_lock lock(mutex_);
-  if (!states_.empty() && !closed_) {
-    std::optional<SeenLease> next = std::move(states_.front());
-    states_.pop_front();
-    lock.unlock();
-    taker(std::error_code(), std::move(next));
-    return;
-  }
-  if (error_ || closed_) {
-    const std::error_code error = closed_ ? asio::error::operation_aborted : error_;
-    lock.unlock();
-    taker(error, std::nullopt);
-    return;
-  }
-  taker_ = std::move(taker);
-}
-
-void WatchMailbox::cancel_taker() {
-  Taker taker;
-  {
-    const std::lock_guard lock(mutex_);
-    taker = std::move(taker_);
-    taker_ = {};
-  }
-  if (taker)
-    taker(asio::error::operation_aborted, std::nullopt);
-}
-
-void WatchMailbox::close() {
-  {
-    const std::lock_guard lock(mutex_);
-    closed_ = true;
-    changed_.notify_all();
-  }
-  cancel_taker();
+std::error_code aborted() noexcept {
+  return asio::error::operation_aborted;
 }
 
 }  // namespace leasehold::detail

@@ -2,9 +2,12 @@
 // a try_lock, a release, an expiry, a DEL, a value another client SETs — told by the server's
 // tracking of the key, long before any recheck; an extension is no change; several clients'
 // watches are all told; tracking comes back after its connections are killed; a user refused
-// the tracking commands still watches, by looking every recheck_unwatched.
+// the tracking commands still watches, by looking every recheck_unwatched. An RwLock's and a
+// Semaphore's leases are watched the same way, a reader or a permit that runs out among others
+// included.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -189,6 +192,108 @@ TEST_F(LockWatchTest, AKeyOfAnotherTypeEndsTheWatchWithAnError) {
   Watch watch(redis_, locks_.observe(name_), slow_looks());
   EXPECT_THROW(watch.next(Clock::now() + 3s), Error);
   server_->command({"DEL", locks_.key(name_)});
+}
+
+using Leases = std::vector<LeaseInfo>;
+
+class LeasesWatchTest : public LockWatchTest {
+ protected:
+  static Leases leases_within(Watch<Leases>& watch, Clock::duration within = 2s) {
+    auto seen = watch.next(Clock::now() + within);
+    if (!seen)
+      ADD_FAILURE() << "no state within " << std::chrono::duration<double>(within).count() << " s";
+    return seen.value_or(Leases{});
+  }
+  // The leases' kinds and id prefixes, in the order of `ids`' tokens.
+  template <class... Token>
+  static std::vector<std::pair<LeaseInfo::Kind, std::string>> of(LeaseInfo::Kind kind,
+                                                                 const Token&... tokens) {
+    return {{kind, tokens.id().hex().substr(0, 8)}...};
+  }
+  static std::vector<std::pair<LeaseInfo::Kind, std::string>> sorted(const Leases& leases) {
+    std::vector<std::pair<LeaseInfo::Kind, std::string>> found;
+    for (const LeaseInfo& lease : leases)
+      found.emplace_back(lease.kind, lease.id_prefix);
+    std::sort(found.begin(), found.end());
+    return found;
+  }
+  template <class... Token>
+  static std::vector<std::pair<LeaseInfo::Kind, std::string>> sorted_of(LeaseInfo::Kind kind,
+                                                                        const Token&... tokens) {
+    auto expected = of(kind, tokens...);
+    std::sort(expected.begin(), expected.end());
+    return expected;
+  }
+};
+
+TEST_F(LeasesWatchTest, AnRwLocksReadersAndWriterAreEachToldAsTheyComeAndGo) {
+  const RwLock<std::string> reports{"watched", 10s};
+  Watch watch(redis_, reports.observe(name_), slow_looks());
+  EXPECT_TRUE(leases_within(watch).empty()) << "nobody holds it yet";
+
+  auto first = redis_.process(reports.try_read(name_));
+  ASSERT_TRUE(first);
+  EXPECT_EQ(sorted(leases_within(watch)), sorted_of(LeaseInfo::Kind::shared, *first));
+  auto second = redis_.process(reports.try_read(name_));
+  ASSERT_TRUE(second);
+  EXPECT_EQ(sorted(leases_within(watch)), sorted_of(LeaseInfo::Kind::shared, *first, *second));
+
+  ASSERT_TRUE(redis_.process(first->extend()));
+  EXPECT_FALSE(watch.next(Clock::now() + 300ms)) << "an extension is not a change";
+
+  ASSERT_TRUE(redis_.process(first->release()));
+  EXPECT_EQ(sorted(leases_within(watch)), sorted_of(LeaseInfo::Kind::shared, *second));
+  ASSERT_TRUE(redis_.process(second->release()));
+  EXPECT_TRUE(leases_within(watch).empty());
+
+  auto writer = redis_.process(reports.try_write(name_));
+  ASSERT_TRUE(writer);
+  EXPECT_EQ(sorted(leases_within(watch)), sorted_of(LeaseInfo::Kind::exclusive, *writer));
+  EXPECT_EQ(redis_.process(reports.force_release(name_)), 1);
+  EXPECT_TRUE(leases_within(watch).empty()) << "forced out";
+}
+
+TEST_F(LeasesWatchTest, AReaderThatRunsOutAmongOthersIsToldSoonAfterItsDeadline) {
+  // One name, two TTLs: the short reader's lease ends with no write to the readers' set.
+  const RwLock<std::string> short_lived{"watched", 600ms};
+  const RwLock<std::string> long_lived{"watched", 10s};
+  Watch watch(redis_, long_lived.observe(name_), slow_looks());
+  EXPECT_TRUE(leases_within(watch).empty());
+  auto staying = redis_.process(long_lived.try_read(name_));
+  ASSERT_TRUE(staying);
+  ASSERT_EQ(leases_within(watch).size(), 1u);
+  auto leaving = redis_.process(short_lived.try_read(name_));
+  ASSERT_TRUE(leaving);
+  ASSERT_EQ(leases_within(watch).size(), 2u);
+  const auto deadline = leaving->deadline();
+  EXPECT_EQ(sorted(leases_within(watch, 3s)), sorted_of(LeaseInfo::Kind::shared, *staying));
+  EXPECT_LT(Clock::now() - deadline, 1s) << "looked at when the soonest lease would run out";
+  ASSERT_TRUE(redis_.process(staying->release()));
+}
+
+TEST_F(LeasesWatchTest, ASemaphoresPermitsAreEachToldAsTheyComeAndGo) {
+  const Semaphore<std::string> exports{"watched", 2, 10s};
+  Watch watch(redis_, exports.observe(name_), slow_looks());
+  EXPECT_TRUE(leases_within(watch).empty());
+  auto first = redis_.process(exports.try_acquire(name_));
+  ASSERT_TRUE(first);
+  EXPECT_EQ(sorted(leases_within(watch)), sorted_of(LeaseInfo::Kind::permit, *first));
+  auto second = redis_.process(exports.try_acquire(name_));
+  ASSERT_TRUE(second);
+  EXPECT_EQ(sorted(leases_within(watch)), sorted_of(LeaseInfo::Kind::permit, *first, *second));
+  ASSERT_TRUE(redis_.process(second->release()));
+  EXPECT_EQ(sorted(leases_within(watch)), sorted_of(LeaseInfo::Kind::permit, *first));
+  server_->command({"DEL", exports.holders_key(name_)});
+  EXPECT_TRUE(leases_within(watch).empty()) << "deleted behind the library's back";
+  EXPECT_FALSE(watch.next(Clock::now() + 200ms)) << "nothing else changed";
+}
+
+TEST_F(LeasesWatchTest, AKeyOfAnotherTypeEndsTheWatchWithAnError) {
+  const Semaphore<std::string> exports{"watched", 2, 10s};
+  server_->command({"SET", exports.holders_key(name_), "x"});
+  Watch watch(redis_, exports.observe(name_), slow_looks());
+  EXPECT_THROW(watch.next(Clock::now() + 3s), Error);
+  server_->command({"DEL", exports.holders_key(name_)});
 }
 
 }  // namespace

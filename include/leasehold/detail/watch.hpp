@@ -1,5 +1,5 @@
-// The one watcher behind every Watch (watch.hpp): the keys of a watched name, what its scripts
-// reply, and the mailbox a Watch takes the changes from.
+// The watchers behind every Watch (watch.hpp): the keys of a watched name, what its scripts
+// reply, how an Observed starts its watch, and the mailbox a Watch takes the changes from.
 #pragma once
 
 #include <atomic>
@@ -15,8 +15,10 @@
 #include <string_view>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include "leasehold/clock.hpp"
+#include "leasehold/detail/describe.hpp"
 #include "leasehold/detail/unique_function.hpp"
 #include "leasehold/lease_info.hpp"
 #include "leasehold/query.hpp"
@@ -64,6 +66,9 @@ struct WatchTarget {
   // Whether every change of the name announces itself (an Election's scripts do), or the key
   // itself is watched (a Lock's: anyone may SET it; by the server's tracking of keys).
   bool announced = true;
+  // A kind of several leases (RwLock, Semaphore): its leases' keys, whose changes are tracked,
+  // and the status read that looks at them (key, counter and value_key unused).
+  StatusKeys described;
 };
 
 // A Lock's state as a Watch reads it (lock.hpp).
@@ -84,6 +89,9 @@ std::optional<Announced> parse_announcement(std::string_view payload);
 
 // Throws Error (errc::invalid_argument) for options that cannot work.
 void validate(const WatchOptions& options);
+// Throws the Error that ended a watch; operation_aborted, the code of a cancelled take.
+[[noreturn]] void throw_watch_error(std::error_code error, const std::string& detail);
+std::error_code aborted() noexcept;
 
 // A watch in progress, on its client's strand. cancel() (from any thread) ends it: it stops
 // observing, and tells its sink nothing more.
@@ -96,31 +104,132 @@ class WatchHandle {
 
 // Told, on the client's strand, each state that differs from the last it was told (the first at
 // once), or, once, the error that ended the watch (`state` null).
-using WatchSink =
-    UniqueFunction<void(std::error_code, const std::string& detail, const SeenLease* state)>;
+template <class State>
+using StateSink =
+    UniqueFunction<void(std::error_code, const std::string& detail, const State* state)>;
+using WatchSink = StateSink<SeenLease>;
+// A lock-like name's watch (watcher.cpp).
 std::shared_ptr<WatchHandle> make_watch(Client& client, WatchTarget target,
                                         const WatchOptions& options, WatchSink sink);
+// A watch of every lease of a name, target.described's (described_watcher.cpp).
+std::shared_ptr<WatchHandle> make_described_watch(Client& client, WatchTarget target,
+                                                  const WatchOptions& options,
+                                                  StateSink<std::vector<LeaseInfo>> sink);
+
+// How an Observed starts its watch: a lock-like name's, its states read as `State` by `Read`.
+template <class State, State (*Read)(const SeenLease&)>
+std::shared_ptr<WatchHandle> start_lease_watch(Client& client, WatchTarget target,
+                                               const WatchOptions& options, StateSink<State> sink) {
+  return make_watch(client, std::move(target), options,
+                    [sink = std::move(sink)](std::error_code error, const std::string& detail,
+                                             const SeenLease* seen) mutable {
+                      if (!seen)
+                        return sink(error, detail, nullptr);
+                      const State state = Read(*seen);
+                      sink(error, detail, &state);
+                    });
+}
 
 // The states a Watch has not taken yet, between the client's strand (put) and its takers.
+template <class State>
 class WatchMailbox {
  public:
-  using Taker = UniqueFunction<void(std::error_code, std::optional<SeenLease>)>;
+  using Taker = UniqueFunction<void(std::error_code, std::optional<State>)>;
 
-  void put(std::error_code error, const std::string& detail, const SeenLease* state);
+  void put(std::error_code error, const std::string& detail, const State* state) {
+    Taker taker;
+    std::optional<State> next;
+    {
+      const std::lock_guard lock(mutex_);
+      if (closed_ || error_)
+        return;
+      if (state)
+        states_.push_back(*state);
+      else
+        error_ = error, detail_ = detail;
+      changed_.notify_all();
+      if (!taker_)
+        return;
+      taker = std::move(taker_);
+      taker_ = {};
+      if (state) {
+        next = std::move(states_.front());
+        states_.pop_front();
+      }
+    }
+    taker(state ? std::error_code() : error, std::move(next));
+  }
+
   // The next state: none at `deadline`, when `stop` is requested or the watch is closed; throws
   // the error that ended the watch.
-  std::optional<SeenLease> take(Clock::time_point deadline, std::stop_token stop);
+  std::optional<State> take(Clock::time_point deadline, std::stop_token stop) {
+    const std::stop_callback on_stop(stop, [this] {
+      const std::lock_guard stopping(mutex_);
+      changed_.notify_all();
+    });
+    std::unique_lock lock(mutex_);
+    const auto ready = [&] {
+      return !states_.empty() || error_ || closed_ || stop.stop_requested();
+    };
+    if (deadline == Clock::time_point::max())
+      changed_.wait(lock, ready);
+    else
+      changed_.wait_until(lock, deadline, ready);
+    if (!states_.empty() && !closed_) {
+      State next = std::move(states_.front());
+      states_.pop_front();
+      return next;
+    }
+    if (error_ && !closed_)
+      throw_watch_error(error_, detail_);
+    return std::nullopt;
+  }
+
   // Calls `taker` with the next state as soon as there is one (at once if there is), with the
   // error that ended the watch, or with operation_aborted when closed or cancel_taker() is
   // called. One taker at a time.
-  void take_async(Taker taker);
-  void cancel_taker();
-  void close();
+  void take_async(Taker taker) {
+    std::unique_lock lock(mutex_);
+    if (!states_.empty() && !closed_) {
+      std::optional<State> next = std::move(states_.front());
+      states_.pop_front();
+      lock.unlock();
+      taker(std::error_code(), std::move(next));
+      return;
+    }
+    if (error_ || closed_) {
+      const std::error_code error = closed_ ? aborted() : error_;
+      lock.unlock();
+      taker(error, std::nullopt);
+      return;
+    }
+    taker_ = std::move(taker);
+  }
+
+  void cancel_taker() {
+    Taker taker;
+    {
+      const std::lock_guard lock(mutex_);
+      taker = std::move(taker_);
+      taker_ = {};
+    }
+    if (taker)
+      taker(aborted(), std::nullopt);
+  }
+
+  void close() {
+    {
+      const std::lock_guard lock(mutex_);
+      closed_ = true;
+      changed_.notify_all();
+    }
+    cancel_taker();
+  }
 
  private:
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::deque<SeenLease> states_;
+  std::deque<State> states_;
   std::error_code error_;
   std::string detail_;
   bool closed_ = false;
