@@ -1,6 +1,7 @@
 // Watch<State>: observing a name: its state at once, then each change (a new holder, a release,
 // an expiry, a deletion; an Election's new leader, or a new value proclaimed), as it happens.
-// A kind makes the value to watch (Election::observe()); a Watch runs it on a Client.
+// A kind makes the value to watch (observe() of an Election, a Lock, an RwLock, a Semaphore); a
+// Watch runs it on a Client.
 //
 //   leasehold::Watch leaders(redis, schedulers.observe("eu"));
 //   while (auto seen = leaders.next(deadline, stop))   // std::optional<Leader>: none leads
@@ -12,11 +13,13 @@
 //                             ...   // on the client's I/O thread
 //                           });
 //
-// A watch costs Redis next to nothing while nothing changes: it is told of each change on the
-// name's channel (sharded pub/sub, the client's one subscriber connection), the change itself
-// in the message; the first two observers of a name look when its holder's lease would run out
-// (a holder that crashed tells no one) and tell the others what they find; everyone renews its
-// interest every `recheck`. See docs/election.md, "Observing".
+// A watch costs Redis next to nothing while nothing changes. An election's is told of each
+// change on the name's channel (sharded pub/sub, the client's one subscriber connection), the
+// change itself in the message; the first two observers of a name look when its holder's lease
+// would run out (a holder that crashed tells no one) and tell the others what they find;
+// everyone renews its interest every `recheck`. A lock's changes cannot announce themselves
+// (anyone may SET its key): Redis's tracking of the key tells the client of each write, expiry
+// or delete, and the watch looks. See docs/election.md and docs/locks.md, "Observing".
 #pragma once
 
 #include <asio/associated_cancellation_slot.hpp>

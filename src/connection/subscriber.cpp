@@ -270,23 +270,22 @@ void Subscriber::send(const KeyTracking::Command& command) {
              });
       break;
     }
-    case What::arm:
-      // The read right after CLIENT CACHING yes is the one tracked: nothing else is sent on the
-      // tracker connection between the two.
-      // Armed only if both were answered (without tracking on, EXISTS alone tracks nothing).
-      {
-        auto caching = std::make_shared<bool>(false);
-        submit(*tracker_, Command{"CLIENT", "CACHING", "yes"},
-               [caching](KeyTracking&, const Result<Reply>& reply, KeyTracking::Effects&) {
-                 *caching = static_cast<bool>(reply);
-               });
-        submit(*tracker_, Command{"EXISTS", command.key},
-               [caching, key = command.key, arm = command.arm](
-                   KeyTracking& keys, const Result<Reply>& reply, KeyTracking::Effects& effects) {
-                 keys.on_armed(key, arm, *caching && reply, effects);
-               });
-      }
+    case What::arm: {
+      // The read right after CLIENT CACHING yes is the one tracked (nothing else is sent on the
+      // tracker connection between the two). Armed only if both were answered: without
+      // tracking on, EXISTS alone tracks nothing.
+      auto caching = std::make_shared<bool>(false);
+      submit(*tracker_, Command{"CLIENT", "CACHING", "yes"},
+             [caching](KeyTracking&, const Result<Reply>& reply, KeyTracking::Effects&) {
+               *caching = static_cast<bool>(reply);
+             });
+      submit(*tracker_, Command{"EXISTS", command.key},
+             [caching, key = command.key, arm = command.arm](
+                 KeyTracking& keys, const Result<Reply>& reply, KeyTracking::Effects& effects) {
+               keys.on_armed(key, arm, *caching && reply, effects);
+             });
       break;
+    }
   }
 }
 
