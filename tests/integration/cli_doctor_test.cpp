@@ -110,8 +110,8 @@ TEST_F(CliDoctorTest, AFitServerExits0AndNamesNoProblem) {
   EXPECT_TRUE(lines_at(run.out, "problem").empty()) << run.out;
   EXPECT_NE(run.out.find("ok       version: Redis "), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("ok       maxmemory-policy is noeviction"), std::string::npos) << run.out;
-  for (const std::string check :
-       {"locks:", "waiting:", "notifications:", "scripts:", "clock:", "round trip:"})
+  for (const std::string check : {"locks:", "waiting:", "notifications:", "observing:", "tracking:",
+                                  "scripts:", "clock:", "round trip:"})
     EXPECT_NE(run.out.find("ok       " + check), std::string::npos) << check << "\n" << run.out;
   // The test server keeps nothing on disk: a warning, not a problem.
   EXPECT_NE(run.out.find("warning  persistence: none"), std::string::npos) << run.out;
@@ -231,6 +231,14 @@ TEST_F(CliDoctorTest, TheDocumentedMinimalAclIsUsableAndWhatItCannotReadIsAWarni
       << run.out;
   EXPECT_NE(run.out.find("ok       locks: user '" + user + "' may run"), std::string::npos)
       << run.out;
+  // Observing is not in it: warnings that name the grants.
+  EXPECT_NE(run.out.find("warning  observing: user '" + user + "' may not run HSET, HGET, HMGET"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("allow it: ACL SETUSER " + user +
+                         " +client|id +client|tracking +client|caching +subscribe"),
+            std::string::npos)
+      << run.out;
   // Another prefix is outside its key and channel patterns.
   const CliRun elsewhere = run_cli({"--redis", url, "--prefix", "other", "doctor"}, server_->dir());
   server_->command({"ACL", "DELUSER", user});
@@ -291,8 +299,9 @@ TEST_F(CliDoctorTest, JsonHasTheServerAndEveryFinding) {
         << finding;
     EXPECT_FALSE(finding.at("message").get<std::string>().empty()) << finding;
   }
-  for (const char* check : {"version", "locks", "waiting", "notifications", "scripts", "wait",
-                            "maxmemory-policy", "persistence", "replicas", "clock", "round-trip"})
+  for (const char* check :
+       {"version", "locks", "waiting", "notifications", "observing", "tracking", "scripts", "wait",
+        "maxmemory-policy", "persistence", "replicas", "clock", "round-trip"})
     EXPECT_TRUE(checks.contains(check)) << check << "\n" << run.out;
 }
 

@@ -15,7 +15,7 @@
 namespace leasehold::cli::doctor_detail {
 namespace {
 
-enum class Feature { locks, waiting, notifications };
+enum class Feature { locks, waiting, notifications, observing, tracking };
 
 enum class Verdict { allowed, refused, unsupported, failed, unchecked };
 
@@ -32,6 +32,7 @@ constexpr const char* kReturnOneSha = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"
 struct Probe {
   Feature feature;
   std::vector<std::string> args;
+  std::string label = {};  // what the findings call it (a subcommand: CLIENT|ID); else args[0]
 };
 
 // In order: SET creates the scratch key (with a TTL, so that it goes away even if DEL is
@@ -55,6 +56,14 @@ std::vector<Probe> probes_on(const std::string& key, bool redis6_mode) {
           {Feature::locks, {"EVALSHA", kReturnOneSha, "1", key}},
           {Feature::waiting, {"TIME"}},
           {Feature::notifications, {redis6_mode ? "PUBLISH" : "SPUBLISH", key, "leasehold-doctor"}},
+          {Feature::observing, {"HSET", key, "f", "v"}},
+          {Feature::observing, {"HGET", key, "f"}},
+          {Feature::observing, {"HMGET", key, "f"}},
+          // The doctor's connection tracks nothing: turning tracking off changes nothing, and
+          // CACHING without tracking fails past the ACL check.
+          {Feature::tracking, {"CLIENT", "ID"}, "CLIENT|ID"},
+          {Feature::tracking, {"CLIENT", "TRACKING", "off"}, "CLIENT|TRACKING"},
+          {Feature::tracking, {"CLIENT", "CACHING", "yes"}, "CLIENT|CACHING"},
           {Feature::locks, {"DEL", key}}};
 }
 
@@ -65,14 +74,14 @@ ProbeResult judge_probe(Feature feature, const std::string& command, const Reply
   const std::string& error = reply.str;
   auto says = [&](std::string_view words) { return error.find(words) != std::string::npos; };
   // The errors the probes are built to meet come after the ACL check, so they mean allowed:
-  // WRONGTYPE on the scratch string, NOSCRIPT from EVALSHA when EVAL was refused, and INCR's "not
-  // an integer".
+  // WRONGTYPE on the scratch string, NOSCRIPT from EVALSHA when EVAL was refused, INCR's "not
+  // an integer", and CLIENT CACHING's refusal on a connection that tracks nothing.
   if (is_noperm(reply))
     result.verdict = Verdict::refused;
   else if (says("unknown command") || says("syntax error") || says("wrong number of arguments"))
     result.verdict = Verdict::unsupported;
   else if (!error.starts_with("WRONGTYPE") && !error.starts_with("NOSCRIPT") &&
-           !says("not an integer"))
+           !says("not an integer") && !says("CLIENT CACHING can be called only"))
     result.verdict = Verdict::failed;
   return result;
 }
@@ -89,6 +98,10 @@ std::vector<ProbeResult> probe_subscribe(const RedisUrl& url, ClientOptions opti
   for (const char* command : commands)
     results.push_back(
         judge_probe(Feature::notifications, command, ask(subscriber, {command, channel})));
+  // Where the server sends a tracked key's invalidations (a channel of its own); the
+  // subscription ends with the connection.
+  results.push_back(judge_probe(Feature::tracking, "SUBSCRIBE",
+                                ask(subscriber, {"SUBSCRIBE", "__redis__:invalidate"})));
   return results;
 }
 
@@ -96,7 +109,7 @@ std::vector<ProbeResult> run_probes(Client& client, const std::string& key, bool
   std::vector<ProbeResult> results;
   bool created = false;
   for (const Probe& probe : probes_on(key, redis6_mode)) {
-    const std::string& command = probe.args[0];
+    const std::string& command = probe.label.empty() ? probe.args[0] : probe.label;
     // INCR would create a key that SET did not: it is tried only on the scratch string.
     if (command == "INCR" && !created) {
       results.push_back({probe.feature, command, Verdict::unchecked, "SET made no scratch key"});
@@ -126,6 +139,12 @@ FeatureTraits traits_of(Feature feature) {
     case Feature::notifications:
       return {"notifications", Level::warning,
               "a waiter learns of a release by trying every second instead of at once"};
+    case Feature::observing:
+      return {"observing", Level::warning,
+              "a watch of a name ends refused (Watch, leasehold leader --watch)"};
+    case Feature::tracking:
+      return {"tracking", Level::warning,
+              "a watch of a lock learns of a change by looking every second instead of at once"};
   }
   return {"locks", Level::problem, ""};
 }
@@ -150,8 +169,9 @@ std::string lower(std::string text) {
   return text;
 }
 
+// `channels`: the pattern of the channels the feature uses.
 Missing missing_of(const std::vector<ProbeResult>& results, const std::string& user,
-                   const std::string& prefix) {
+                   const std::string& prefix, const std::string& channels_used) {
   Missing missing;
   std::vector<std::string> refused, unsupported, unchecked;
   std::vector<std::pair<std::string, std::vector<std::string>>> failures;  // by error
@@ -187,8 +207,8 @@ Missing missing_of(const std::vector<ProbeResult>& results, const std::string& u
     missing.grants.push_back("~" + prefix + ":*");
   }
   if (channels) {
-    missing.parts.push_back("user " + quoted(user) + " may not use the channels " + prefix + ":*");
-    missing.grants.push_back("&" + prefix + ":*");
+    missing.parts.push_back("user " + quoted(user) + " may not use the channels " + channels_used);
+    missing.grants.push_back("&" + channels_used);
   }
   for (const auto& [error, commands] : failures)
     missing.parts.push_back(join(commands, ", ") + " failed: " + error);
@@ -212,7 +232,10 @@ Finding feature_finding(Feature feature, const std::vector<ProbeResult>& all,
       commands.push_back(result.command);
     }
   }
-  const Missing missing = missing_of(results, user, prefix);
+  // Invalidations come on the server's own channel; every other one is under the prefix.
+  const Missing missing = missing_of(
+      results, user, prefix,
+      feature == Feature::tracking ? std::string("__redis__:invalidate") : prefix + ":*");
   if (missing.parts.empty()) {
     return {traits.check, Level::ok,
             traits.check + ": user " + quoted(user) + " may run " + join(commands, ", ")};
@@ -235,7 +258,8 @@ std::vector<Finding> permission_findings(Client& client, const RedisUrl& url,
   for (ProbeResult& result : probe_subscribe(url, client.options(), scratch, redis6_mode))
     results.push_back(std::move(result));
   std::vector<Finding> findings;
-  for (Feature feature : {Feature::locks, Feature::waiting, Feature::notifications})
+  for (Feature feature : {Feature::locks, Feature::waiting, Feature::notifications,
+                          Feature::observing, Feature::tracking})
     findings.push_back(feature_finding(feature, results, user, prefix));
   return findings;
 }
