@@ -1,9 +1,12 @@
 // Elections against a real redis-server: a campaign leads at once when nobody does, and waits
 // in turn otherwise; terms strictly increase per name; the leader's proclaimed value is read
 // back only in its own term; resign is token-checked and tells the next campaigner at once;
-// the leader query says none when nobody leads.
+// the leader query says none when nobody leads; a resign whose reply is lost keeps the
+// leadership.
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -87,6 +90,47 @@ TEST_F(ElectionTest, AResignHandsTheLeadershipToTheNextCampaignerAtOnce) {
   EXPECT_EQ(redis_.process(elections_.force_release(name_)), 1) << "an operator deposes it";
   EXPECT_FALSE(redis_.process(elections_.leader(name_)));
   EXPECT_FALSE(redis_.process(next->extend())) << "a deposed leader's lease is gone";
+}
+
+// A resign whose reply never comes (its connection is killed while the paused server holds it)
+// has an unknown outcome: it fails, and the leader keeps its leadership and its token, so that
+// resigning again works.
+TEST(ElectionResign, AResignWhoseReplyIsLostKeepsTheLeadershipToResignAgain) {
+  testing::RedisServer server;  // paused by this test
+  ClientOptions options;
+  options.client_name = "resigner";
+  Client redis(server.unix_url(), options);
+  const Election<std::string> elections{"scheduler", 10s};
+  auto leader = wait_for(redis, elections.campaign(std::string("r")), 5s);
+  ASSERT_TRUE(leader);
+  server.command({"CLIENT", "PAUSE", "10000", "WRITE"});
+  std::optional<bool> resigned;
+  std::optional<std::error_code> failed;
+  std::thread resigning([&] {
+    try {
+      resigned = redis.process(elections.resign(*leader));
+    } catch (const Error& e) {
+      failed = e.code();
+    }
+  });
+  // Sent, and held by the paused server: the connection is killed before it runs.
+  ASSERT_TRUE(eventually([&] {
+    return server.command({"INFO", "clients"}).str.find("blocked_clients:1") != std::string::npos;
+  }));
+  std::istringstream clients(server.command({"CLIENT", "LIST"}).str);
+  for (std::string line; std::getline(clients, line);)
+    if (line.find(" name=resigner ") != std::string::npos)
+      server.command({"CLIENT", "KILL", "ID", line.substr(3, line.find(' ') - 3)});
+  resigning.join();
+  server.command({"CLIENT", "UNPAUSE"});
+  EXPECT_FALSE(resigned) << "no answer came: the outcome is unknown";
+  ASSERT_TRUE(failed);
+  EXPECT_FALSE(leader->expired()) << "the token is as it was";
+  const auto leading = redis.process(elections.leader(std::string("r")));
+  ASSERT_TRUE(leading) << "the lost resign never ran";
+  EXPECT_EQ(leading->term, leader->fence());
+  EXPECT_TRUE(redis.process(elections.resign(*leader))) << "resigned again";
+  EXPECT_FALSE(redis.process(elections.leader(std::string("r"))));
 }
 
 // A leader that stops extending (it crashed) is replaced once its lease runs out.

@@ -11,6 +11,7 @@
 #include <asio/io_context.hpp>
 #include <asio/use_future.hpp>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -305,6 +306,23 @@ TEST(WatchOptionsTest, OptionsThatCannotWorkAreRefused) {
   options = {};
   options.recheck_unwatched = 0ms;
   EXPECT_THROW(Watch(unused, elections.observe("x"), options), Error);
+}
+
+// A thousand watches of one name on one client share its one subscription: one message per
+// change reaches the client, whatever the number of its watches.
+TEST_F(WatchTest, AThousandWatchesOfOneClientShareOneSubscription) {
+  std::vector<std::unique_ptr<Watch<Seen>>> watches;
+  for (int i = 0; i < 1000; ++i)
+    watches.push_back(std::make_unique<Watch<Seen>>(redis_, elections_.observe(name_)));
+  for (auto& watch : watches)
+    ASSERT_FALSE(next_within(*watch)) << "nobody leads yet";
+  const std::string channel = detail::changed_channel(elections_.key(name_));
+  EXPECT_EQ(server_->command({"PUBSUB", "SHARDNUMSUB", channel}).elements.at(1).integer, 1);
+  auto leader = wait_for(redis_, elections_.campaign(name_), 5s);
+  ASSERT_TRUE(leader);
+  for (auto& watch : watches)
+    ASSERT_TRUE(next_within(*watch, 2s));
+  redis_.process(elections_.resign(*leader));
 }
 
 }  // namespace
