@@ -5,6 +5,9 @@
 //   rtt          the round trip of a PING through one Client (the reference)
 //   notified     release -> the waiter's lock_until returns (told by the release)
 //   elected      an Election's leader resigns -> the next campaigner's wait returns
+//   observed     an Election's leader is elected or resigns -> a Watch on another client is told
+//   observed_lock  a Lock is taken or released -> a Watch on another client is told (by the
+//                server's tracking of the key)
 //   polling      the same with a waiter that retries try_lock every --poll-ms (no queue)
 //   crash        the holder's key expires (never released) -> the waiter's lock_until returns
 //   dead_head    release -> lock_until returns for the waiter behind a head that died
@@ -24,6 +27,7 @@
 #include <iostream>
 #include <leasehold/leasehold.hpp>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -223,6 +227,55 @@ std::vector<double> elected(leasehold::Client& holder, leasehold::Client& waiter
   return micros;
 }
 
+// A Watch (on the observer's client) of one name, whose holder `change(i)` (through another
+// client) alternately sets and clears: from the call that makes each change to the watch being
+// told. The first take and give-up are not counted: the key's tracking is armed by then.
+template <class State, class Change>
+std::vector<double> told_after(leasehold::Client& observer, const leasehold::Observed<State>& name,
+                               std::uint64_t samples, Change change) {
+  leasehold::Watch watch(observer, name);
+  const auto told = [&] {
+    if (!watch.next(Clock::now() + 10s)) {
+      std::fprintf(stderr, "leasehold-handoff: a watch was not told of a change within 10 s\n");
+      std::exit(1);
+    }
+  };
+  told();  // the state now
+  std::vector<double> micros;
+  for (std::uint64_t i = 0; i < samples + 2; ++i) {
+    const auto changed_at = Clock::now();
+    change(i);
+    told();
+    if (i >= 2)
+      micros.push_back(Micros(Clock::now() - changed_at).count());
+  }
+  return micros;
+}
+
+std::vector<double> observed(leasehold::Client& holder, leasehold::Client& observer,
+                             std::uint64_t samples) {
+  const leasehold::Election<std::string> elections{"observed", 30s};
+  std::optional<leasehold::LockToken<leasehold::Election<std::string>>> leader;
+  return told_after(observer, elections.observe("o"), samples, [&](std::uint64_t i) {
+    if (i % 2 == 0)
+      leader = leasehold::wait_for(holder, elections.campaign(std::string("o")), 10s);
+    else
+      holder.process(elections.resign(*leader));
+  });
+}
+
+std::vector<double> observed_lock(leasehold::Client& holder, leasehold::Client& observer,
+                                  std::uint64_t samples) {
+  const leasehold::Lock<std::string> locks{"observed", 30s};
+  std::optional<leasehold::LockToken<leasehold::Lock<std::string>>> token;
+  return told_after(observer, locks.observe("o"), samples, [&](std::uint64_t i) {
+    if (i % 2 == 0)
+      token = holder.process(locks.try_lock(std::string("o")));
+    else
+      holder.process(token->release());
+  });
+}
+
 std::vector<double> polling(leasehold::Client& holder, leasehold::Client& waiter,
                             std::uint64_t samples, std::chrono::milliseconds poll) {
   const leasehold::Lock<std::string> locks{"handoff-poll", 30s};
@@ -386,6 +439,8 @@ int main(int argc, char** argv) {
     report("rtt", rtt(holder, options.samples));
     report("notified", notified(holder, waiter, options.samples));
     report("elected", elected(holder, waiter, options.samples));
+    report("observed", observed(holder, waiter, options.samples));
+    report("observed_lock", observed_lock(holder, waiter, options.samples));
     report("polling poll_ms=" + std::to_string(options.poll_ms),
            polling(holder, waiter, std::max<std::uint64_t>(1, options.samples / 4),
                    std::chrono::milliseconds(options.poll_ms)));
