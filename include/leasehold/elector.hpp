@@ -164,7 +164,8 @@ Deposed lead_one_term(Client& client, const Election<N>& election,
       if (!proclaimed.value_or(false))
         return Deposed{term.number, TermEnd::lost, error};
     }
-    if (!work_stop.stop_requested())
+    // A term whose lease ran out before its work could start (this process stalled) has none.
+    if (!work_stop.stop_requested() && !leader.expired())
       lead(term, work_stop.get_token());
   } catch (...) {
     keep_alive.stop();
@@ -330,7 +331,7 @@ asio::awaitable<Deposed> async_lead_one_term(Client& client, const Election<N>& 
   }
   std::exception_ptr thrown;
   bool cancelled = false;
-  if (!work_stop.stop_requested()) {
+  if (!work_stop.stop_requested() && !leader.expired()) {
     try {
       RaceOutcome<void> outcome = co_await race_against_stop(
           work_stop.get_token(), lead(term, work_stop.get_token()), [](bool) {},
