@@ -184,8 +184,8 @@ class Lock {
 
   // Who holds `name`, watched (watch.hpp): the lease that holds it now (none when it is free),
   // then each change: a new holder, a release, an expiry, a delete, a value another client set.
-  // An extension is not a change. Changes are told by the server's tracking of the key (docs/
-  // locks.md, "Observing a lock").
+  // An extension is not a change. Changes are told by the server's tracking of the key
+  // (docs/locks.md, "Observing a lock's holder").
   Observed<std::optional<LeaseInfo>> observe(const N& name) const {
     return detail::WatchAccess::lease<std::optional<LeaseInfo>, &detail::lock_lease_seen>(
         detail::WatchTarget{key(name), std::nullopt, std::nullopt, false, {}});
