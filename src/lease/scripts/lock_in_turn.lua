@@ -3,8 +3,8 @@
 -- (observed.lua), KEYS[5] its fence counter (fenced locks only), KEYS[6] the value key (an
 -- Election's). ARGV[1] the waiter's value (its lease's), ARGV[2] the lock's TTL in ms, ARGV[3]
 -- the ticket's TTL in ms, ARGV[4] the grace in ms a head gets to take a free lock, ARGV[5] the
--- change channel of a kind that can be observed (an Election's; none for a Lock, whose grants
--- then look at no observers).
+-- released channel, ARGV[6] the change channel of a kind that can be observed (an Election's;
+-- none for a Lock, whose grants then look at no observers).
 -- Reply: {1, fence} if this waiter holds the lock now (granted now, or already: a retry; fence 0
 -- when not fenced), else {0, the holder's PTTL (0: free, another waiter is ahead), this waiter's
 -- place (1: the head), the head's ticket ms left (0: this waiter is the head)}.
@@ -25,11 +25,11 @@ local function granted()
 end
 -- Sets the key to this waiter's lease, marked with `waiting`, and counts a fence.
 local function grant(waiting)
-  local observed = ARGV[5] ~= nil and redis.call('EXISTS', KEYS[4]) == 1
+  local observed = ARGV[6] ~= nil and redis.call('EXISTS', KEYS[4]) == 1
   redis.call('SET', KEYS[1], marked_value(ARGV[1], waiting, observed), 'PX', ARGV[2])
   local fence = 0
   if fenced then fence = redis.call('INCR', KEYS[5]) end
-  if observed then announce(KEYS[4], ARGV[5], KEYS[1], KEYS[5], KEYS[6]) end
+  if observed then announce(KEYS[4], ARGV[6], KEYS[1], KEYS[5], KEYS[6]) end
   return fence
 end
 local value = redis.call('GET', KEYS[1])
@@ -42,7 +42,11 @@ take_place(KEYS[2], KEYS[3], ARGV[1], now, ticket)
 local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
 local holder = redis.call('PTTL', KEYS[1])
 if head == ARGV[1] and holder == -2 then
-  grant(next_two(KEYS[2], 1))
+  local waiting = next_two(KEYS[2], 1)
+  grant(waiting)
+  -- The new first two are told that they are: they look when this holder's lease would run out
+  -- (it may crash or stall and tell no one), not at their recheck.
+  if waiting then redis.pcall('SPUBLISH', ARGV[5], waiting) end
   return granted()
 end
 if value then mark_head(KEYS[1], value, KEYS[2]) end
