@@ -33,6 +33,8 @@
 //   (INCR/DECR "<prefix>:inside:<name>") and records the count it found. Runs --duration-ms.
 // cron: a cron::Scheduler job (AtLeast --interval-ms) that claims cron::IntervalLease
 //   (--lease-ms) on --names' first name at each tick and then runs for --run-ms.
+// elector: run_elector on --names' first name; each term a section of --cs-ms MIN[:MAX], cut
+//   short when the leadership ends, recorded with its term as the fencing number.
 //
 // The fenced resource is a Redis key "<prefix>:fence:<name>" holding the highest fence accepted
 // so far; it accepts a write only if its fence is higher (a Lua script). The fence is either a
@@ -46,7 +48,8 @@
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: leasehold-torture-worker with-lock|lease|rwlock|semaphore|cron --url URL "
+    std::cerr << "usage: leasehold-torture-worker with-lock|lease|rwlock|semaphore|cron|elector "
+                 "--url URL "
                  "--out FILE "
                  "[--option value]...\n";
     return 64;
@@ -65,6 +68,8 @@ int main(int argc, char** argv) {
       return run_semaphore(options);
     if (mode == "cron")
       return run_cron(options);
+    if (mode == "elector")
+      return run_elector(options);
     std::cerr << "leasehold-torture-worker: unknown mode " << mode << "\n";
     return 64;
   } catch (const std::exception& e) {

@@ -171,5 +171,6 @@ int run_lease(
 int run_rwlock(const Options& options);
 int run_semaphore(const Options& options);
 int run_cron(const Options& options);
+int run_elector(const Options& options);
 
 }  // namespace leasehold::testing::torture_worker
