@@ -41,8 +41,8 @@ Request LockTurn::try_request(const Waiter& waiter) const {
   const DecimalDigits ttl(ttl_.count());
   const DecimalDigits ticket_ttl(waiter.ticket_ttl.count());
   const DecimalDigits grace(waiter.grace.count());
-  const std::string_view args[] = {waiter.value,       ttl.view(),       ticket_ttl.view(),
-                                   grace.view(),       waiting_.channel, changed_};
+  const std::string_view args[] = {waiter.value, ttl.view(),       ticket_ttl.view(),
+                                   grace.view(), waiting_.channel, changed_};
   const std::span<const std::string_view> used_args(args, observable() ? 6 : 5);
   const std::string_view keys[] = {key_,
                                    waiting_.queue,
