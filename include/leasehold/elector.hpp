@@ -113,6 +113,21 @@ struct ElectorOptions {
 
 namespace detail {
 
+// With `leader_changed` set: a watch of who leads `name` that tells it, in `leaders`.
+template <LockNameType N>
+void watch_leaders(std::optional<Watch<std::optional<Leader>>>& leaders, Client& client,
+                   const Election<N>& election, const N& name, const ElectorOptions& options) {
+  if (!options.leader_changed)
+    return;
+  leaders.emplace(
+      client, election.observe(name),
+      [&told = options.leader_changed](std::error_code error, const std::optional<Leader>& now) {
+        if (!error)  // a watch that failed tells no more; the campaign reports the failure
+          told(now);
+      },
+      options.watching);
+}
+
 // Runs `query` for `leader` until it gets through or the leader's lease's deadline passes, trying
 // again every `retry` after a transient failure (a query that failed leaves the lease as it was,
 // so a later one can still do it): its answer, or the error of the last failure. Any other
@@ -190,14 +205,7 @@ template <LockNameType N, TermWork<N> Lead>
 void run_elector(Client& client, const Election<N>& election, const N& name, Lead&& lead,
                  const ElectorOptions& options = {}, std::stop_token stop = {}) {
   std::optional<Watch<std::optional<Leader>>> leaders;
-  if (options.leader_changed)
-    leaders.emplace(
-        client, election.observe(name),
-        [&told = options.leader_changed](std::error_code error, const std::optional<Leader>& now) {
-          if (!error)  // a watch that failed tells no more; the campaign reports the failure
-            told(now);
-        },
-        options.watching);
+  detail::watch_leaders(leaders, client, election, name, options);
   while (!stop.stop_requested()) {
     const std::optional<LockToken<Election<N>>> leader = wait_until(
         client, election.campaign(name), Clock::time_point::max(), options.waiting, stop);
@@ -372,14 +380,7 @@ template <LockNameType N, AsyncTermWork<N> Lead>
 asio::awaitable<void> async_run_elector(Client& client, Election<N> election, N name, Lead lead,
                                         ElectorOptions options = {}, std::stop_token stop = {}) {
   std::optional<Watch<std::optional<Leader>>> leaders;
-  if (options.leader_changed)
-    leaders.emplace(
-        client, election.observe(name),
-        [&told = options.leader_changed](std::error_code error, const std::optional<Leader>& now) {
-          if (!error)  // a watch that failed tells no more; the campaign reports the failure
-            told(now);
-        },
-        options.watching);
+  detail::watch_leaders(leaders, client, election, name, options);
   while (!stop.stop_requested()) {
     const std::optional<LockToken<Election<N>>> leader =
         co_await detail::async_campaign<N>(client, election.campaign(name), options, stop);
