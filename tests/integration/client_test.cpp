@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "client_list.hpp"
 #include "eventually.hpp"
 #include "leasehold/client.hpp"
 #include "redis_server.hpp"
@@ -41,18 +42,6 @@ struct EchoScript {
     return std::move(reply.str);
   }
 };
-
-// The id of the connection named `name`, from CLIENT LIST.
-std::string client_id(const RedisServer& server, const std::string& name) {
-  std::istringstream lines(server.command({"CLIENT", "LIST"}).str);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.find(" name=" + name + " ") == std::string::npos)
-      continue;
-    const auto start = line.find("id=") + 3;
-    return line.substr(start, line.find(' ', start) - start);
-  }
-  return {};
-}
 
 class ClientTest : public testing::SharedServerTest {
  protected:

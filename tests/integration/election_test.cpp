@@ -6,10 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 
+#include "client_list.hpp"
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "redis_server.hpp"
@@ -117,10 +117,7 @@ TEST(ElectionResign, AResignWhoseReplyIsLostKeepsTheLeadershipToResignAgain) {
   ASSERT_TRUE(eventually([&] {
     return server.command({"INFO", "clients"}).str.find("blocked_clients:1") != std::string::npos;
   }));
-  std::istringstream clients(server.command({"CLIENT", "LIST"}).str);
-  for (std::string line; std::getline(clients, line);)
-    if (line.find(" name=resigner ") != std::string::npos)
-      server.command({"CLIENT", "KILL", "ID", line.substr(3, line.find(' ') - 3)});
+  server.command({"CLIENT", "KILL", "ID", testing::client_id(server, "resigner")});
   resigning.join();
   server.command({"CLIENT", "UNPAUSE"});
   EXPECT_FALSE(resigned) << "no answer came: the outcome is unknown";

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "client_list.hpp"
 #include "eventually.hpp"
 #include "leasehold/leasehold.hpp"
 #include "minimal_acl.hpp"
@@ -41,18 +42,6 @@ class LockWatchTest : public testing::SharedServerTest {
     if (!seen)
       ADD_FAILURE() << "no state within " << std::chrono::duration<double>(within).count() << " s";
     return seen.value_or(Seen{});
-  }
-
-  // The id of the connection whose name is `name`, from CLIENT LIST; empty if none.
-  std::string client_id(const std::string& name) const {
-    std::istringstream lines(server_->command({"CLIENT", "LIST"}).str);
-    for (std::string line; std::getline(lines, line);) {
-      if (line.find(" name=" + name + " ") == std::string::npos)
-        continue;
-      const auto start = line.find("id=") + 3;
-      return line.substr(start, line.find(' ', start) - start);
-    }
-    return {};
   }
 
   ClientOptions named(const std::string& name) const {
@@ -140,12 +129,12 @@ TEST_F(LockWatchTest, TrackingComesBackAfterItsConnectionsAreKilled) {
   EXPECT_FALSE(next_within(watch));
   for (const char* connection : {":subscriber", ":tracker"}) {
     SCOPED_TRACE(connection);
-    const std::string id = client_id(client_name + connection);
+    const std::string id = testing::client_id(*server_, client_name + connection);
     ASSERT_FALSE(id.empty());
     server_->command({"CLIENT", "KILL", "ID", id});
     // Made again (a new id), then armed again: the change that follows is told.
     ASSERT_TRUE(eventually([&] {
-      const std::string now = client_id(client_name + connection);
+      const std::string now = testing::client_id(*server_, client_name + connection);
       return !now.empty() && now != id;
     }));
     auto token = redis_.process(locks_.try_lock(name_));
