@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "leasehold/leasehold.hpp"
+#include "watchdog.hpp"
 
 namespace leasehold::cli {
 
@@ -112,13 +113,17 @@ std::string command_label(const std::vector<std::string>& command);
 sigset_t forwarded_signals();
 void block_forwarded_signals();
 
-// A child process in its own process group, with the signal mask and dispositions reset.
+// A child process in its own process group, with the signal mask and dispositions reset, and a
+// watchdog that stops its group (SIGTERM, then SIGKILL after `kill_after`) should leasehold end
+// first (supervise() dismisses it).
 struct Child {
   pid_t pid = -1;
   int spawn_error = 0;  // errno of a failed exec: ENOENT -> 127, others -> 126
+  Watchdog watchdog;
 };
 Child spawn_child(const std::vector<std::string>& command,
-                  const std::vector<std::pair<std::string, std::string>>& extra_env);
+                  const std::vector<std::pair<std::string, std::string>>& extra_env,
+                  std::chrono::milliseconds kill_after);
 // The exit code leasehold mirrors for a wait status: the child's, or 128 + its signal.
 int exit_code_of(int wait_status);
 // For a failed spawn: prints why and returns 127 or 126.

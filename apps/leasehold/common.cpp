@@ -225,7 +225,8 @@ void block_forwarded_signals() {
 }
 
 Child spawn_child(const std::vector<std::string>& command,
-                  const std::vector<std::pair<std::string, std::string>>& extra_env) {
+                  const std::vector<std::pair<std::string, std::string>>& extra_env,
+                  std::chrono::milliseconds kill_after) {
   std::vector<std::string> env_storage;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string_view line(*entry);
@@ -266,6 +267,8 @@ Child spawn_child(const std::vector<std::string>& command,
   posix_spawnattr_destroy(&attributes);
   if (child.spawn_error != 0)
     child.pid = -1;
+  else
+    child.watchdog = start_watchdog(child.pid, kill_after);
   return child;
 }
 

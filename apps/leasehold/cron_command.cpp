@@ -185,7 +185,7 @@ class CronJob {
         {"LEASEHOLD_NAME", options_.name}, {"LEASEHOLD_TOKEN", claim.token.id().hex()}};
     if (claim.slot)
       environment.emplace_back("LEASEHOLD_SLOT", std::to_string(*claim.slot));
-    const Child child = spawn_child(options_.command, environment);
+    Child child = spawn_child(options_.command, environment, options_.kill_after);
     run.spawned = true;  // a failed spawn used the tick too: it reports as its exit status
     if (child.pid < 0) {
       run.status = report_spawn_failure(options_.command.front(), child.spawn_error) << 8;

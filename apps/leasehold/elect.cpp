@@ -27,11 +27,12 @@ class CurrentCommand {
 
   // Spawns `command`, unless a signal came first (then: a Child without a pid or an error).
   Child start(const std::vector<std::string>& command,
-              const std::vector<std::pair<std::string, std::string>>& environment) {
+              const std::vector<std::pair<std::string, std::string>>& environment,
+              std::chrono::milliseconds kill_after) {
     std::lock_guard lock(mutex_);
     if (signalled_ != 0)
       return Child{};
-    child_ = spawn_child(command, environment);
+    child_ = spawn_child(command, environment, kill_after);
     return child_;
   }
   void ended() {
@@ -107,9 +108,10 @@ TermResult lead_term(const Globals& globals, const ElectOptions& options,
                      CurrentCommand& current) {
   const StatusFile status(options.status_file, options.name, term.number);
   chat(globals, "leading '" + options.name + "' (term " + std::to_string(term.number) + ")");
-  const Child child = current.start(
+  Child child = current.start(
       options.command,
-      {{"LEASEHOLD_NAME", options.name}, {"LEASEHOLD_TERM", std::to_string(term.number)}});
+      {{"LEASEHOLD_NAME", options.name}, {"LEASEHOLD_TERM", std::to_string(term.number)}},
+      options.kill_after);
   if (child.pid < 0) {
     if (child.spawn_error != 0)
       return TermResult{report_spawn_failure(options.command.front(), child.spawn_error), {}};

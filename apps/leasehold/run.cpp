@@ -77,7 +77,7 @@ int run(const Globals& globals, const RunOptions& options) {
   // a zombie still counts as a member of its group, and init may reap it late.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
 #endif
-  const Child child = spawn_child(options.command, environment);
+  Child child = spawn_child(options.command, environment, options.kill_after);
   if (child.pid < 0) {
     release();
     return report_spawn_failure(options.command.front(), child.spawn_error);

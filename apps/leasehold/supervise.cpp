@@ -66,7 +66,7 @@ void pace(const Child& child, const Supervision& supervision, bool reaped) {
 
 }  // namespace
 
-CommandEnd supervise(const Child& child, const Supervision& supervision) {
+CommandEnd supervise(Child& child, const Supervision& supervision) {
   const pid_t group = child.pid;
   const Clock::time_point started = Clock::now();
   std::optional<Clock::time_point> terminated_at;
@@ -106,6 +106,7 @@ CommandEnd supervise(const Child& child, const Supervision& supervision) {
     }
     pace(child, supervision, reaped);
   }
+  dismiss(child.watchdog);
   return end;
 }
 

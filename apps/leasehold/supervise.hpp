@@ -41,8 +41,8 @@ struct CommandEnd {
 // Waits for the command `child` (the leader of its own group). A command that ends while its
 // lease is held is done: what it left in the background is not waited for. Stopped (lost lease,
 // --max-time), it is done once nothing of its group runs — a member leasehold may not signal is
-// given up on after the SIGKILL.
-CommandEnd supervise(const Child& child, const Supervision& supervision);
+// given up on after the SIGKILL. Its watchdog is dismissed on the way out.
+CommandEnd supervise(Child& child, const Supervision& supervision);
 
 // Holds until a stop (the lease lost, --max-time from the start) or until leasehold gets a
 // signal it would pass on (SIGINT, SIGTERM, SIGHUP) or, when `input_ended` is given, it answers

@@ -7,7 +7,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -102,6 +104,66 @@ TEST_F(CliElectTest, WithRejoinItRunsTheCommandAgainInEachNewTerm) {
   for (std::size_t i = 1; i < numbers.size(); ++i)
     EXPECT_GT(numbers[i], numbers[i - 1]);
   EXPECT_FALSE(exists(leader_key())) << "resigned on the way out";
+}
+
+// Three elects with --rejoin stand for one name; round after round the leader's elect is
+// SIGKILLed (and a new one started in its place). Its command is stopped by its watchdog long
+// before the lease runs out, so the next leader's command never runs next to it: each command
+// takes a directory as it starts and gives it back at its SIGTERM, and finds it free.
+TEST_F(CliElectTest, RejoiningElectsWhoseLeaderIsKilledRunOneCommandAtATime) {
+  const std::string section = file("-section");
+  const std::string overlaps = file("-overlaps");
+  const std::string starts = file("-starts");
+  const std::string command =
+      "trap '[ -n \"$mine\" ] && rmdir " + section + "; exit 0' TERM; " +  //
+      "if mkdir " + section + " 2>/dev/null; then mine=1; else echo $LEASEHOLD_TERM >> " +
+      overlaps + "; fi; echo \"$LEASEHOLD_TERM $$ $PPID\" >> " + starts +
+      "; while :; do sleep 0.02; done";
+  const auto start_elect = [&] {
+    return std::make_unique<cli_testing::Cli>(
+        std::vector<std::string>{"--redis", server_->unix_url(), "elect", "--rejoin", "-t", "1s",
+                                 "--kill-after", "300ms", name_, "--", "sh", "-c", command},
+        server_->dir());
+  };
+  std::vector<std::unique_ptr<cli_testing::Cli>> elects;
+  for (int i = 0; i < 3; ++i)
+    elects.push_back(start_elect());
+  const auto started = [&] {
+    std::vector<std::vector<long long>> lines;
+    std::istringstream in(testing::read_file(starts));
+    for (std::string line; std::getline(in, line);)
+      lines.push_back(numbers_in(line));
+    return lines;
+  };
+  constexpr std::size_t kRounds = 5;
+  for (std::size_t round = 0; round < kRounds; ++round) {
+    ASSERT_TRUE(eventually([&] { return started().size() == round + 1; }, 10s))
+        << "round " << round << ": no new leader";
+    const std::vector<long long> leader = started().back();  // term, command, its elect
+    ASSERT_EQ(leader.size(), 3u);
+    const auto killed = std::find_if(elects.begin(), elects.end(), [&](const auto& elect) {
+      return elect->pid() == static_cast<pid_t>(leader[2]);
+    });
+    ASSERT_NE(killed, elects.end()) << "the command's parent is one of the elects";
+    (*killed)->signal(SIGKILL);
+    EXPECT_EQ((*killed)->wait(), 128 + SIGKILL);
+    EXPECT_TRUE(
+        eventually([&] { return !cli_testing::running(static_cast<pid_t>(leader[1])); }, 2s))
+        << "round " << round << ": the killed leader's command still runs";
+    *killed = start_elect();
+  }
+  ASSERT_TRUE(eventually([&] { return started().size() == kRounds + 1; }, 10s));
+  for (auto& elect : elects)
+    elect->signal(SIGTERM);
+  for (auto& elect : elects) {
+    const int code = elect->wait();
+    EXPECT_TRUE(code == 0 || code == 128 + SIGTERM) << code;
+  }
+  EXPECT_EQ(testing::read_file(overlaps), "") << "terms whose command started next to another";
+  const auto lines = started();
+  for (std::size_t i = 1; i < lines.size(); ++i)
+    EXPECT_GT(lines[i][0], lines[i - 1][0]) << "terms increase";
+  EXPECT_FALSE(exists(leader_key())) << "the last leader resigned";
 }
 
 // An operator's release --force deposes the leader: its command is terminated, and elect exits

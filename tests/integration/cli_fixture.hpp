@@ -3,9 +3,11 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <cctype>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,17 @@ namespace leasehold::cli_testing {
 
 inline std::string until_exists(const std::string& path) {
   return "i=0; while [ ! -e " + path + " ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done";
+}
+
+// Whether the process `pid` still runs: it exists and is not a zombie waiting to be reaped.
+inline bool running(pid_t pid) {
+  if (::kill(pid, 0) != 0)
+    return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const auto name_end = line.rfind(')');  // the state follows the name in parentheses
+  return name_end == std::string::npos || name_end + 2 >= line.size() || line[name_end + 2] != 'Z';
 }
 
 // Whether `text` (output of the command) holds a byte that drives a terminal: a C0 control but the

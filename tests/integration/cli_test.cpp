@@ -188,6 +188,23 @@ TEST_F(CliTest, AKilledHeadWaiterDelaysTheNextOneByItsGraceAtMost) {
   EXPECT_FALSE(exists(queue));
 }
 
+// A run killed with SIGKILL can neither extend its lease nor stop its command: its watchdog
+// stops the command's group at once, long before the lease runs out.
+TEST_F(CliTest, AKilledRunsCommandIsStoppedBeforeItsLeaseRunsOut) {
+  const std::string pid_file = file(".pid");
+  auto run = cli({"run", "-t", "30s", "--kill-after", "300ms", name_, "--", "sh", "-c",
+                  "echo $$ > " + pid_file + ".tmp; mv " + pid_file + ".tmp " + pid_file +
+                      "; while :; do sleep 0.02; done"});
+  ASSERT_TRUE(eventually([&] { return !read_file(pid_file).empty(); }));
+  const pid_t command = std::stoi(read_file(pid_file));
+  run.signal(SIGKILL);
+  EXPECT_EQ(run.wait(), 128 + SIGKILL);
+  EXPECT_TRUE(eventually([&] { return !cli_testing::running(command); }, 3s))
+      << "the command still runs without leasehold";
+  EXPECT_NE(run.err().find("ended while its command ran"), std::string::npos) << run.err();
+  EXPECT_TRUE(exists(writer_key())) << "the lease is left to run out (30 s): nobody may release it";
+}
+
 TEST_F(CliTest, AWaitingRunEndedBySigtermExits143AndLeavesTheQueue) {
   const std::string queue = writer_key() + ":queue";
   auto holder = cli({"run", name_, "--", "sleep", "10"});
