@@ -10,6 +10,8 @@
 //                server's tracking of the key)
 //   polling      the same with a waiter that retries try_lock every --poll-ms (no queue)
 //   crash        the holder's key expires (never released) -> the waiter's lock_until returns
+//   crashed_leader  an Election's leader stops (never resigns, never extends) and its lease
+//                expires -> the next campaigner's wait returns, leading
 //   dead_head    release -> lock_until returns for the waiter behind a head that died
 //   load         --waiters waiters on one held name for --load-s s: Redis commands per waiter per
 //                second, next to the same number of waiters polling every --poll-ms; then
@@ -326,6 +328,24 @@ std::vector<double> crash(leasehold::Client& holder, leasehold::Client& waiter,
   return micros;
 }
 
+// The same for an election: a leader that crashed (killed, its lease left to run out) and the
+// campaigner behind it, from the lease's expiry to the campaign's return.
+std::vector<double> crashed_leader(leasehold::Client& holder, leasehold::Client& waiter,
+                                   std::uint64_t samples) {
+  const leasehold::Election<std::string> elections{"handoff-crash", 100ms};
+  std::vector<double> micros;
+  for (std::uint64_t i = 0; i < samples; ++i) {
+    const std::string name = "c" + std::to_string(i);
+    auto leader = leasehold::wait_for(holder, elections.campaign(name), 10s);
+    const auto expires_at = Clock::now() + elections.ttl();
+    auto next = leasehold::wait_for(waiter, elections.campaign(name), 10s);
+    micros.push_back(Micros(Clock::now() - expires_at).count());
+    if (next)
+      waiter.process(elections.resign(*next));
+  }
+  return micros;
+}
+
 // Counts the refused tries of waits (the observer's on_wait).
 class RefusedTries : public leasehold::Observer {
  public:
@@ -445,6 +465,8 @@ int main(int argc, char** argv) {
            polling(holder, waiter, std::max<std::uint64_t>(1, options.samples / 4),
                    std::chrono::milliseconds(options.poll_ms)));
     report("crash", crash(holder, waiter, std::max<std::uint64_t>(1, options.samples / 4)));
+    report("crashed_leader",
+           crashed_leader(holder, waiter, std::max<std::uint64_t>(1, options.samples / 4)));
     report("dead_head",
            notified(holder, waiter, std::max<std::uint64_t>(1, options.samples / 10), true));
     if (options.load) {
