@@ -269,6 +269,16 @@ struct LeaderOptions {
 };
 int leader(const Globals& globals, const LeaderOptions& options);
 
+// leasehold fence check (fence.cpp): records FENCE for RESOURCE if it is not older than the
+// newest recorded; kExitFenceRefused when it is.
+inline constexpr int kExitFenceRefused = 1;
+struct FenceCheckOptions {
+  std::string resource;
+  std::string fence;  // checked by the action: a non-negative integer
+  bool json = false;
+};
+int fence_check(const Globals& globals, const FenceCheckOptions& options);
+
 // The locks the commands use, so that run, cron, status, list and release agree on keys.
 RwLock<std::string> run_lock(const Globals& globals, std::chrono::milliseconds ttl);
 // The permits of `leasehold run --limit N` (namespace "run", fenced).

@@ -111,6 +111,7 @@ int main(int argc, char** argv) {
   cli::add_doctor(app, invocation);
   cli::add_elect(app, invocation);
   cli::add_leader(app, invocation);
+  cli::add_fence(app, invocation);
 
   try {
     app.parse(argc, argv);

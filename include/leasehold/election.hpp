@@ -56,6 +56,9 @@ class Election {
   // The term counter, "<key>:term", and the proclaimed value, "<key>:value", in its hash slot.
   std::string term_key(const N& name) const { return tagged_key(name, ":term"); }
   std::string value_key(const N& name) const { return value_key_of(key(name)); }
+  // A hash tag, braces included, for keys that must share the lease's hash slot (the keys of
+  // guarded writes, guarded.hpp): "invoice:" + hash_tag(name) + ":row".
+  std::string hash_tag(const N& name) const { return same_slot_tag(key(name)); }
   // The name whose leader key `key` is (a key found by SCAN), or nothing for any other key.
   std::optional<std::string> name_of_key(
       std::string_view key) const requires std::same_as<N, std::string> {

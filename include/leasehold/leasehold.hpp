@@ -9,6 +9,8 @@
 #include "leasehold/election.hpp"
 #include "leasehold/elector.hpp"
 #include "leasehold/error.hpp"
+#include "leasehold/fence.hpp"
+#include "leasehold/guarded.hpp"
 #include "leasehold/holder.hpp"
 #include "leasehold/keep_alive.hpp"
 #include "leasehold/lease.hpp"

@@ -148,6 +148,9 @@ class Lock {
   }
   // A fenced lock's counter: "<prefix>:Lock:{<namespace>:<escaped name>}:fence".
   std::string fence_key(const N& name) const { return tagged_key(name, ":fence"); }
+  // A hash tag, braces included, for keys that must share the lease's hash slot (the keys of
+  // guarded writes, guarded.hpp): "invoice:" + hash_tag(name) + ":row".
+  std::string hash_tag(const N& name) const { return same_slot_tag(key(name)); }
 
   // The name whose lease `key` is (as key() writes it, fenced or not), or nothing: for status
   // tools that find leases by SCAN. An unfenced key's name is all that follows the namespace.

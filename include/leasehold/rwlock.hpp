@@ -78,6 +78,9 @@ class RwLock {
   std::string readers_key(const N& name) const { return key(name, 'r'); }
   std::string intent_key(const N& name) const { return key(name, 'i'); }
   std::string fence_key(const N& name) const { return key(name, 'f'); }
+  // A hash tag, braces included, for keys that must share the lease's hash slot (the keys of
+  // guarded writes, guarded.hpp): "invoice:" + hash_tag(name) + ":row".
+  std::string hash_tag(const N& name) const { return same_slot_tag(writer_key(name)); }
 
   // The name whose writer's, readers' or intent key `key` is, or nothing: for status tools that
   // find leases by SCAN (a fencing counter outlives its leases, and is not one).

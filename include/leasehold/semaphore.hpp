@@ -63,6 +63,9 @@ class Semaphore {
   std::string holders_key(const N& name) const { return key(name, 'h'); }
   std::string count_key(const N& name) const { return key(name, 'n'); }
   std::string fence_key(const N& name) const { return key(name, 'f'); }
+  // A hash tag, braces included, for keys that must share the lease's hash slot (the keys of
+  // guarded writes, guarded.hpp): "invoice:" + hash_tag(name) + ":row".
+  std::string hash_tag(const N& name) const { return same_slot_tag(holders_key(name)); }
 
   // The name whose holders' key `key` is, or nothing: for status tools that find leases by SCAN.
   std::optional<std::string> name_of_key(

@@ -44,4 +44,8 @@ constexpr std::uint16_t key_slot(std::string_view key) noexcept {
 // escaped, `suffix`, and a short tag of the same slot.
 std::string same_slot_key(std::string_view key, std::string_view suffix);
 
+// A hash tag, braces included, that puts any key holding it (as its first braces) in the slot of
+// `key`: "{tag}" of a tagged key; "{key}" of a key without braces; else a short tag of its slot.
+std::string same_slot_tag(std::string_view key);
+
 }  // namespace leasehold

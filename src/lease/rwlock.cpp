@@ -40,7 +40,8 @@ Request rw_release_request(const LeaseState& state) {
 }
 
 const LeaseKind kRwWriterLease{rw_write_release_script, rw_write_extend_script, rw_release_request};
-const LeaseKind kRwReaderLease{rw_read_release_script, rw_read_extend_script, rw_release_request};
+const LeaseKind kRwReaderLease{rw_read_release_script, rw_read_extend_script, rw_release_request,
+                               LeaseKind::HeldAt::second_key_member};
 
 const Script& rw_in_turn_script() {
   static const Script script{std::string(lua::rw_in_turn)};

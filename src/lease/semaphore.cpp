@@ -29,7 +29,8 @@ Request permit_release_request(const LeaseState& state) {
   return Request::script(permit_release_script(), keys, args);
 }
 
-const LeaseKind kPermitLease{permit_release_script, permit_extend_script, permit_release_request};
+const LeaseKind kPermitLease{permit_release_script, permit_extend_script, permit_release_request,
+                             LeaseKind::HeldAt::key_member};
 
 const Script& permit_force_release_script() {
   static const Script script{std::string(lua::permit_force_release)};

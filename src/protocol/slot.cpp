@@ -55,4 +55,14 @@ std::string same_slot_key(std::string_view key, std::string_view suffix) {
   return out;
 }
 
+std::string same_slot_tag(std::string_view key) {
+  std::string_view tag = hash_tag(key);
+  if (tag == key && (key.empty() || key.find_first_of("{}") != std::string_view::npos))
+    tag = tags_by_slot()[key_slot(key)];
+  std::string out;
+  out.reserve(tag.size() + 2);
+  out.append("{").append(tag).append("}");
+  return out;
+}
+
 }  // namespace leasehold

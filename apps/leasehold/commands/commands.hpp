@@ -20,5 +20,6 @@ void add_top(CLI::App& app, Invocation& invocation);
 void add_doctor(CLI::App& app, Invocation& invocation);
 void add_elect(CLI::App& app, Invocation& invocation);
 void add_leader(CLI::App& app, Invocation& invocation);
+void add_fence(CLI::App& app, Invocation& invocation);
 
 }  // namespace leasehold::cli

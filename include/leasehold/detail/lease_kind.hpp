@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,9 +24,14 @@ namespace leasehold::detail {
 // A kind whose release also tells the waiters of its name builds that request itself
 // (release_request; nullptr: the release script with the lease's keys and id).
 struct LeaseKind {
+  // Where Redis keeps a lease of this kind, for checks that read it (guarded.hpp): the value of
+  // its key, or a member of a set — its key, or its second key — scored with the lease's end.
+  enum class HeldAt : std::uint8_t { key_value, key_member, second_key_member };
+
   const Script& (*release)();
   const Script& (*extend)();
   Request (*release_request)(const LeaseState& state) = nullptr;
+  HeldAt held_at = HeldAt::key_value;
 };
 
 // An acquire granted after its own deadline does not count as held: it is an unknown outcome,

@@ -83,6 +83,20 @@ struct LeaseWorker {
     release_and_record(redis, recorder, token, name, lease, 'w');
   }
 
+  // The resource's write: the fence script, which accepts a version higher than the last; or
+  // with --guarded, a SET done only while the lease is held (guarded.hpp).
+  bool write(const Token& token, const std::string& fence_key, long long version) {
+    if (options.flag("guarded")) {
+      auto guarded = leasehold::guarded(token);
+      guarded.call({"SET", fence_key, std::to_string(version)});
+      return redis.process(guarded).has_value();
+    }
+    return redis
+               .process(leasehold::Command{"EVAL", kFenceScript, "1", fence_key,
+                                           std::to_string(version)})
+               .integer == 1;
+  }
+
   // The section under a held lease: extensions are recorded as the token's deadline moves.
   void section(const Token& token, const std::string& name, std::uint64_t lease,
                std::chrono::milliseconds length) {
@@ -109,13 +123,12 @@ struct LeaseWorker {
           const std::int64_t sent = monotonic_ns();
           const bool stale = stop.stop_requested();
           try {
-            const auto accepted = redis.process(
-                leasehold::Command{"EVAL", kFenceScript, "1", fence_key, std::to_string(version)});
+            const bool accepted = write(token, fence_key, version);
             recorder.record({.kind = EventKind::fence,
                              .name = name,
                              .lease = lease,
                              .value = version,
-                             .ok = accepted.integer == 1,
+                             .ok = accepted,
                              .start = sent,
                              .detail = stale ? "after_loss" : ""});
           } catch (const leasehold::Error& e) {

@@ -17,7 +17,8 @@
 //   file --stop-file exists. With
 //   --lock rwlock-writer it takes the writer side of an RwLock<std::string> (try_write) instead;
 //   with --lock-fence the lock hands out fencing numbers (with_fencing()) and the fenced write
-//   carries the token's fence() instead of a version read from the resource.
+//   carries the token's fence() instead of a version read from the resource; with --guarded the
+//   write is a guarded SET of the version (done only while the lease is held) instead.
 // rwlock: --threads N threads, the first --readers of them readers and the rest writers, take
 //   RwLock<std::string>{"torture", ttl, prefix} (with --writer-preference-ms, writers preferred;
 //   with --fence, fenced writers) on random names of --names with try_read / try_write, retried
