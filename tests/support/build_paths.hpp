@@ -9,6 +9,7 @@ extern const char* const source_dir;            // the source tree's root
 extern const char* const cli;                   // the leasehold command
 extern const char* const test_worker;           // leasehold-test-worker
 extern const char* const torture_worker;        // leasehold-torture-worker ("" when not built)
+extern const char* const postgres_example;      // examples/postgres_fencing ("" when not built)
 extern const char* const interop_python;        // the python3 that runs redis-py's driver
 extern const char* const interop_node;          // the node that runs node-redlock's driver
 extern const char* const interop_node_modules;  // where `npm ci` installs node-redlock
