@@ -262,13 +262,16 @@ Child spawn_child(const std::vector<std::string>& command,
   posix_spawnattr_setflags(&attributes,
                            POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   Child child;
+  child.watchdog = start_watchdog(kill_after);
   child.spawn_error =
       posix_spawnp(&child.pid, argv[0], nullptr, &attributes, argv.data(), envp.data());
   posix_spawnattr_destroy(&attributes);
-  if (child.spawn_error != 0)
+  if (child.spawn_error != 0) {
     child.pid = -1;
-  else
-    child.watchdog = start_watchdog(child.pid, kill_after);
+    dismiss(child.watchdog);
+  } else {
+    watch_group(child.watchdog, child.pid);
+  }
   return child;
 }
 

@@ -17,9 +17,25 @@ std::int64_t monotonic_ms() {
   return std::int64_t{now.tv_sec} * 1000 + now.tv_nsec / 1'000'000;
 }
 
-// The watchdog's whole life. It is forked from a process with threads, so it makes only
+// Reads exactly `size` bytes; false at the end of the stream (leasehold is gone) or an error.
+bool read_fully(int from, void* into, std::size_t size) {
+  auto* at = static_cast<char*>(into);
+  while (size > 0) {
+    const ssize_t got = ::read(from, at, size);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      return false;
+    at += got;
+    size -= static_cast<std::size_t>(got);
+  }
+  return true;
+}
+
+// The watchdog's whole life: it learns the command's group, then waits for leasehold's word (the
+// command is done) or its end. It is forked from a process with threads, so it makes only
 // async-signal-safe calls, and it ends with _exit.
-[[noreturn]] void watch(int parent_end, pid_t group, std::chrono::milliseconds kill_after) {
+[[noreturn]] void watch(int parent_end, std::chrono::milliseconds kill_after) {
   // The signals of leasehold's own group (a terminal's ^C) are for leasehold, which passes them on.
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
@@ -32,12 +48,11 @@ std::int64_t monotonic_ms() {
     ::close_range(3, static_cast<unsigned>(parent_end) - 1, 0);
   ::close_range(static_cast<unsigned>(parent_end) + 1, ~0U, 0);
 
+  pid_t group = 0;
+  if (!read_fully(parent_end, &group, sizeof group))
+    ::_exit(0);  // no command was started
   char word = 0;
-  ssize_t got = 0;
-  do {
-    got = ::read(parent_end, &word, 1);
-  } while (got < 0 && errno == EINTR);
-  if (got == 1)
+  if (read_fully(parent_end, &word, 1))
     ::_exit(0);  // dismissed: the command is done
 
   static constexpr char kSaid[] =
@@ -59,7 +74,7 @@ std::int64_t monotonic_ms() {
 
 }  // namespace
 
-Watchdog start_watchdog(pid_t group, std::chrono::milliseconds kill_after) {
+Watchdog start_watchdog(std::chrono::milliseconds kill_after) {
   // A socket pair rather than a pipe: dismiss() then writes without risking SIGPIPE. Close-on-exec:
   // the commands leasehold starts must not hold it open.
   int ends[2];
@@ -67,13 +82,19 @@ Watchdog start_watchdog(pid_t group, std::chrono::milliseconds kill_after) {
     return {};
   const pid_t pid = ::fork();
   if (pid == 0)
-    watch(ends[0], group, kill_after);
+    watch(ends[0], kill_after);
   ::close(ends[0]);
   if (pid < 0) {
     ::close(ends[1]);
     return {};
   }
   return Watchdog{pid, ends[1]};
+}
+
+void watch_group(Watchdog& watchdog, pid_t group) {
+  if (watchdog.pid >= 0 &&
+      ::send(watchdog.socket, &group, sizeof group, MSG_NOSIGNAL) != sizeof group)
+    dismiss(watchdog);  // it cannot have learnt the group: the command runs unwatched
 }
 
 void dismiss(Watchdog& watchdog) {

@@ -16,9 +16,12 @@ struct Watchdog {
   int socket = -1;  // leasehold's end; closing it without a word is leasehold's end
 };
 
-// Starts a watchdog for the process group `group`. On failure (fork, socketpair) it returns a
-// Watchdog without a pid: the command then runs unwatched.
-Watchdog start_watchdog(pid_t group, std::chrono::milliseconds kill_after);
+// Starts a watchdog, before its command is spawned: a fork of a large process takes long, and
+// leasehold could be killed meanwhile with its command already running. On failure (fork,
+// socketpair) it returns a Watchdog without a pid: the command then runs unwatched.
+Watchdog start_watchdog(std::chrono::milliseconds kill_after);
+// Tells the watchdog the process group to stop (its command's, just spawned).
+void watch_group(Watchdog& watchdog, pid_t group);
 
 // Tells the watchdog its command is done, and reaps it. Leaves the group alone.
 void dismiss(Watchdog& watchdog);
