@@ -1,7 +1,5 @@
 #include "leasehold/guarded.hpp"
 
-#include <charconv>
-
 #include "lease_scripts.hpp"
 
 namespace leasehold {
