@@ -77,6 +77,9 @@ expect "leasehold cron --mode " at-least after-finish after-start
 expect "leasehold cron --mode=after-f" after-finish
 expect "leasehold release --" --force
 expect "leasehold run -n deploy -- ech" echo
+expect "leasehold fence " check
+expect "leasehold fence check --" --json
+expect_not "leasehold fence check deploy " check
 
 if [[ -n ${LEASEHOLD_REDIS_URL-} && -n ${LEASEHOLD_REDIS_UNIX_URL-} ]]; then
   # Leases under a prefix of their own: cron leases stay held for most of the interval.

@@ -6,14 +6,16 @@
 
 declare -gA _leasehold_help_cache=()
 
-# Sets help to what `PROGRAM [SUBCOMMAND] --help` says, one line per item:
+# Sets help to what `PROGRAM [SUBCOMMAND] --help` says (SUBCOMMAND may be two words, as in
+# "fence check"), one line per item:
 #   subcommand NAME | positional NAME [...] | option -x,--exclusive | option -w,--wait value
 #   | option --mode value at-least after-finish after-start
 _leasehold_help() {
   local key="$1 ${2-}"
   if [[ -z ${_leasehold_help_cache[$key]+set} ]]; then
     _leasehold_help_cache[$key]=$(
-      "$1" ${2:+"$2"} --help 2>/dev/null | awk '
+      # shellcheck disable=SC2086  # a nested subcommand's words are separate arguments
+      "$1" ${2:+$2} --help 2>/dev/null | awk '
         tolower($0) ~ /^subcommands:/ { section = "subcommand"; next }
         tolower($0) ~ /^options:/ { section = "option"; next }
         tolower($0) ~ /^positionals:/ { section = "positional"; next }
@@ -51,6 +53,13 @@ _leasehold_valued() {
       done
     fi
   done <<<"$help"
+}
+
+# Whether `PROGRAM SUBCOMMAND --help` lists WORD as a subcommand of its own.
+_leasehold_has_subcommand() {
+  local help
+  _leasehold_help "$1" "$2"
+  [[ $'\n'$help$'\n' == *$'\n'"subcommand $3"$'\n'* ]]
 }
 
 # Sets words and cword from COMP_WORDS, with the pieces that bash split at COMP_WORDBREAKS (the
@@ -135,6 +144,9 @@ _leasehold() {
     elif [[ -z $subcommand ]]; then
       subcommand=$word
       _leasehold_valued "$program" "$subcommand"
+    elif ((positionals == 0)) && _leasehold_has_subcommand "$program" "$subcommand" "$word"; then
+      subcommand="$subcommand $word"  # a subcommand of its own: `fence check`
+      _leasehold_valued "$program" "$subcommand"
     else
       positionals=$((positionals + 1))
     fi
@@ -192,7 +204,7 @@ _leasehold() {
         _leasehold_add "${list[@]}"
       fi
     done <<<"$help"
-  elif [[ -z $subcommand ]]; then
+  elif [[ -z $subcommand || $help == *"subcommand "* ]] && ((positionals == 0)); then
     while read -r kind names rest; do
       [[ $kind == subcommand ]] && _leasehold_add "$names"
     done <<<"$help"
