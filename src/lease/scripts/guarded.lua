@@ -8,6 +8,7 @@
 -- first).
 -- Reply: {0} when the lease is not held (no command ran); else {1, then each command's reply}.
 -- A command's error ends the script with that error, naming the command (those before it ran).
+--! include holds_lease.lua
 local held
 if ARGV[1] == 'member' then
   local ends = redis.call('ZSCORE', KEYS[1], ARGV[2])
@@ -17,10 +18,7 @@ if ARGV[1] == 'member' then
     held = tonumber(ends) > now
   end
 else
-  -- The key holds the value, or the value marked by the queue (':' and more).
-  local value = redis.call('GET', KEYS[1])
-  held = value == ARGV[2] or
-      (value and string.sub(value, 1, #ARGV[2] + 1) == ARGV[2] .. ':')
+  held = holds_lease(redis.call('GET', KEYS[1]), ARGV[2])
 end
 if not held then return {0} end
 
