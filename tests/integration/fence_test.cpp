@@ -45,14 +45,15 @@ TEST_F(FenceTest, AHashCarriesItsOwnFence) {
 }
 
 TEST_F(FenceTest, FencesCompareExactlyPastWhatADoubleHolds) {
-  const FenceRecords records("fences" + std::to_string(unique_number()));
+  const std::string records_prefix = "fences" + std::to_string(unique_number());
+  const FenceRecords records(records_prefix);
   constexpr std::uint64_t kLarge = (std::uint64_t{1} << 53) + 1;
   EXPECT_TRUE(redis_.process(records.check("deploy", kLarge)).accepted);
   EXPECT_EQ(redis_.process(records.check("deploy", kLarge - 1)), (FenceVerdict{false, kLarge}));
   EXPECT_EQ(redis_.process(records.check("deploy", 18446744073709551615u)).newest,
             18446744073709551615u);
   EXPECT_FALSE(redis_.process(records.check("deploy", 10)).accepted) << "fewer digits";
-  EXPECT_EQ(records.key("deploy"), std::string(records.key("deploy")));
+  EXPECT_EQ(records.key("deploy"), records_prefix + ":Fence:deploy");
   EXPECT_THROW(records.check("", 1), Error);
 }
 
