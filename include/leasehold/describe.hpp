@@ -64,7 +64,8 @@ LeaseStatusQuery<Lock<N>> lease_status(const Lock<N>& lock, const N& name) {
                                     {},
                                     LeaseInfo::Kind::exclusive,
                                     detail::queue_key(key),
-                                    lock.fencing() ? lock.fence_key(name) : std::string(),
+                                    lock.fencing() ? lock.fence_counter_key(name) : std::string(),
+                                    lock.fencing() ? lock.own_fence_key(name) : std::string(),
                                     {}});
 }
 template <LockNameType N>
@@ -73,7 +74,8 @@ LeaseStatusQuery<RwLock<N>> lease_status(const RwLock<N>& lock, const N& name) {
                                       lock.readers_key(name),
                                       LeaseInfo::Kind::shared,
                                       detail::queue_key(lock.writer_key(name)),
-                                      lock.fencing() ? lock.fence_key(name) : std::string(),
+                                      lock.fencing() ? lock.fence_counter_key(name) : std::string(),
+                                      lock.fencing() ? lock.own_fence_key(name) : std::string(),
                                       {}});
 }
 template <LockNameType N>
@@ -84,14 +86,16 @@ LeaseStatusQuery<Semaphore<N>> lease_status(const Semaphore<N>& semaphore, const
        holders,
        LeaseInfo::Kind::permit,
        detail::queue_key(holders),
-       semaphore.fencing() ? semaphore.fence_key(name) : std::string(),
+       semaphore.fencing() ? semaphore.fence_counter_key(name) : std::string(),
+       semaphore.fencing() ? semaphore.own_fence_key(name) : std::string(),
        semaphore.count_key(name)});
 }
 // A raw key: its one holder, whoever set it (a foreign value is shown by its first 8
 // characters); it has no queue and no fence. Throws Error(errc::invalid_argument) for an empty key.
 inline LeaseStatusQuery<RawLock> lease_status(const RawLock&, std::string_view key) {
   RawLock::validate_key(key);
-  return LeaseStatusQuery<RawLock>({std::string(key), {}, LeaseInfo::Kind::exclusive, {}, {}, {}});
+  return LeaseStatusQuery<RawLock>(
+      {std::string(key), {}, LeaseInfo::Kind::exclusive, {}, {}, {}, {}});
 }
 
 // A query yielding std::vector<LeaseInfo>: the leases that hold a name now (lease_status()'s
@@ -116,6 +120,7 @@ class Describe {
   static detail::StatusKeys leases_only(detail::StatusKeys keys) {
     keys.queue.clear();
     keys.fence.clear();
+    keys.own_fence.clear();
     keys.permits.clear();
     return keys;
   }
@@ -143,14 +148,16 @@ struct LeaseKey {
 };
 
 // Every key a kind keeps for a name (docs/keys.md): its leases', its queue's and its fencing
-// counter's (whether or not it is fenced: a counter outlives a change of mind). One hash slot.
+// counters' (whether or not it is fenced: a counter outlives a change of mind): the slot's and
+// the name's own. One hash slot.
 template <LockNameType N>
 std::vector<LeaseKey> lease_keys(const Lock<N>& lock, const N& name) {
   const std::string key = lock.key(name);
   return {{key, "string"},
           {detail::queue_key(key), "zset"},
           {detail::tickets_key(key), "zset"},
-          {lock.fence_key(name), "string"}};
+          {lock.fence_counter_key(name), "string"},
+          {lock.own_fence_key(name), "string"}};
 }
 template <LockNameType N>
 std::vector<LeaseKey> lease_keys(const RwLock<N>& lock, const N& name) {
@@ -158,7 +165,8 @@ std::vector<LeaseKey> lease_keys(const RwLock<N>& lock, const N& name) {
   return {{writer, "string"},
           {lock.readers_key(name), "zset"},
           {lock.intent_key(name), "string"},
-          {lock.fence_key(name), "string"},
+          {lock.fence_counter_key(name), "string"},
+          {lock.own_fence_key(name), "string"},
           {detail::queue_key(writer), "zset"},
           {detail::tickets_key(writer), "zset"}};
 }
@@ -167,7 +175,8 @@ std::vector<LeaseKey> lease_keys(const Semaphore<N>& semaphore, const N& name) {
   const std::string holders = semaphore.holders_key(name);
   return {{holders, "zset"},
           {semaphore.count_key(name), "string"},
-          {semaphore.fence_key(name), "string"},
+          {semaphore.fence_counter_key(name), "string"},
+          {semaphore.own_fence_key(name), "string"},
           {detail::queue_key(holders), "zset"},
           {detail::tickets_key(holders), "zset"}};
 }

@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 
+#include "leasehold/detail/fence_counters.hpp"
 #include "leasehold/detail/keys.hpp"
 #include "leasehold/detail/lease_kind.hpp"
 #include "leasehold/detail/lock.hpp"
@@ -120,10 +121,11 @@ class Lock {
     detail::validate_ttl(ttl);
   }
 
-  // Opt-in fencing numbers: every acquire also increments a per-name counter in the same script
-  // and hands its value to the token (token.fence()): strictly increasing in grant order, never
-  // expiring. A fenced lock has keys of its own (docs/keys.md): a fenced and an unfenced Lock of
-  // one namespace do not exclude each other, so a namespace is either fenced or not.
+  // Opt-in fencing numbers: every acquire also increments the counter of the name's hash slot
+  // in the same script and hands its value to the token (token.fence()): strictly increasing per
+  // name in grant order, never expiring. A fenced lock has keys of its own (docs/keys.md): a
+  // fenced and an unfenced Lock of one namespace do not exclude each other, so a namespace is
+  // either fenced or not.
   constexpr Lock with_fencing() const {
     Lock copy = *this;
     copy.fencing_ = true;
@@ -146,8 +148,14 @@ class Lock {
     LockName<N>::append(key, name);
     return key;
   }
-  // A fenced lock's counter: "<prefix>:Lock:{<namespace>:<escaped name>}:fence".
-  std::string fence_key(const N& name) const { return tagged_key(name, ":fence"); }
+  // A fenced lock's fence counter: "<prefix>:Fences{<tag of the name's slot>}", shared by every
+  // fenced name of the prefix in that hash slot (docs/keys.md, "Fence counters").
+  std::string fence_counter_key(const N& name) const {
+    return detail::fence_counter_key(prefix_, key(name));
+  }
+  // The name's own counter of the per-name layout, "<prefix>:Lock:{<namespace>:<escaped
+  // name>}:fence": a grant moves it into fence_counter_key(name) (docs/keys.md).
+  std::string own_fence_key(const N& name) const { return tagged_key(name, ":fence"); }
   // A hash tag, braces included, for keys that must share the lease's hash slot (the keys of
   // guarded writes, guarded.hpp): "invoice:" + hash_tag(name) + ":row".
   std::string hash_tag(const N& name) const { return same_slot_tag(key(name)); }
@@ -168,7 +176,7 @@ class Lock {
   // A query yielding std::optional<LockToken<Lock>>: a token if this call took the lock, nothing
   // if someone holds it. Never waits.
   TryLock<Lock> try_lock(const N& name) const {
-    return fencing_ ? TryLock<Lock>(key(name), ttl_, fence_key(name))
+    return fencing_ ? TryLock<Lock>(key(name), ttl_, fence_counters(name))
                     : TryLock<Lock>(key(name), ttl_);
   }
 
@@ -182,7 +190,8 @@ class Lock {
   // name's queue and is told when it is its turn.
   InTurn<LockToken<Lock>> in_turn(const N& name) const {
     return detail::TurnAccess::make<LockToken<Lock>>(detail::lock_turn(
-        key(name), ttl_, fencing_ ? std::optional<std::string>(fence_key(name)) : std::nullopt));
+        key(name), ttl_,
+        fencing_ ? std::optional<detail::FenceCounters>(fence_counters(name)) : std::nullopt));
   }
 
   // Who holds `name`, watched (watch.hpp): the lease that holds it now (none when it is free),
@@ -204,6 +213,9 @@ class Lock {
   }
 
  private:
+  detail::FenceCounters fence_counters(const N& name) const {
+    return detail::fence_counters(prefix_, key(name), own_fence_key(name));
+  }
   std::string tagged_key(const N& name, std::string_view suffix) const {
     std::string raw;
     LockName<N>::append(raw, name);
@@ -291,17 +303,15 @@ class TryLock {
   // Stores the bare id: no holder identity (a key other clients' locks share).
   TryLock(std::string key, std::chrono::milliseconds ttl, detail::BareValue)
       : key_(std::move(key)), ttl_(ttl), id_(LeaseId::generate()), value_(id_.hex()) {}
-  // With a fence key, the acquire is a script that also increments the counter (fenced locks).
-  // With a label, the holder's identity carries it instead of the process's (holder.hpp).
-  TryLock(std::string key, std::chrono::milliseconds ttl, std::string fence_key,
-          std::string_view holder_label = {})
+  // With fence counters, the acquire is a script that also counts a fence (fenced locks). With
+  // a label, the holder's identity carries it instead of the process's (holder.hpp).
+  TryLock(std::string key, std::chrono::milliseconds ttl,
+          std::optional<detail::FenceCounters> fence, std::string_view holder_label = {})
       : key_(std::move(key)),
+        fence_(std::move(fence)),
         ttl_(ttl),
         id_(LeaseId::generate()),
-        value_(id_.hex() + detail::holder_suffix(holder_label)) {
-    if (!fence_key.empty())
-      fence_key_.emplace(std::move(fence_key));
-  }
+        value_(id_.hex() + detail::holder_suffix(holder_label)) {}
 
   const std::string& key() const noexcept { return key_; }
   const LeaseId& id() const noexcept { return id_; }
@@ -311,8 +321,8 @@ class TryLock {
   Request request() const {
     const std::string_view id(value_);
     const detail::DecimalDigits ttl(ttl_.count());
-    if (fence_key_) {
-      const std::string_view keys[] = {key_, *fence_key_};
+    if (fence_) {
+      const std::string_view keys[] = {key_, fence_->slot, fence_->own};
       const std::string_view args[] = {id, ttl.view()};
       return Request::script(detail::lock_try_fenced_script(), keys, args)
           .retry_safe()
@@ -350,7 +360,7 @@ class TryLock {
     if (reply.is_error())
       return error_result<result_type>(reply);
     std::uint64_t fence = 0;
-    if (self.fence_key_) {
+    if (self.fence_) {
       if (!detail::fence_of(reply, fence))
         return Result<result_type>(make_error_code(errc::unexpected_reply), to_string(reply));
       if (fence == 0)
@@ -375,7 +385,7 @@ class TryLock {
   }
 
   std::string key_;
-  std::optional<std::string> fence_key_;  // a fenced lock's counter
+  std::optional<detail::FenceCounters> fence_;  // a fenced lock's
   std::chrono::milliseconds ttl_;
   LeaseId id_;
   std::string value_;  // the id and its holder, as sent and compared, computed once

@@ -69,8 +69,8 @@ class TryLockInTurn {
   using effect = Write<L>;
 
   TryLockInTurn(std::string key, std::chrono::milliseconds ttl,
-                std::optional<std::string> fence_key, const WaitTicket& ticket)
-      : turn_(std::move(key), ttl, std::move(fence_key)), waiter_(detail::waiter_of(ticket)) {}
+                std::optional<detail::FenceCounters> fence, const WaitTicket& ticket)
+      : turn_(std::move(key), ttl, std::move(fence)), waiter_(detail::waiter_of(ticket)) {}
 
   Request request() const { return turn_.try_request(waiter_); }
 
@@ -122,9 +122,12 @@ class LeaveQueue {
 template <LockNameType N>
 TryLockInTurn<Lock<N>> try_lock_in_turn(const Lock<N>& lock, const N& name,
                                         const WaitTicket& ticket) {
-  return TryLockInTurn<Lock<N>>(
-      lock.key(name), lock.ttl(),
-      lock.fencing() ? std::optional<std::string>(lock.fence_key(name)) : std::nullopt, ticket);
+  return TryLockInTurn<Lock<N>>(lock.key(name), lock.ttl(),
+                                lock.fencing()
+                                    ? std::optional<detail::FenceCounters>(detail::fence_counters(
+                                          lock.prefix(), lock.key(name), lock.own_fence_key(name)))
+                                    : std::nullopt,
+                                ticket);
 }
 
 template <LockNameType N>

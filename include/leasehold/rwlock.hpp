@@ -59,8 +59,9 @@ class RwLock {
     return copy;
   }
 
-  // Opt-in fencing numbers for writers: each writer grant also increments a per-name counter
-  // (key ":f", in the name's slot, never expiring) and the writer's token.fence() gives it.
+  // Opt-in fencing numbers for writers: each writer grant also increments the counter of the
+  // name's hash slot (fence_counter_key(), never expiring) and the writer's token.fence() gives
+  // it: strictly increasing per name in grant order.
   constexpr RwLock with_fencing() const {
     RwLock copy = *this;
     copy.fencing_ = true;
@@ -77,7 +78,13 @@ class RwLock {
   std::string writer_key(const N& name) const { return key(name, 'w'); }
   std::string readers_key(const N& name) const { return key(name, 'r'); }
   std::string intent_key(const N& name) const { return key(name, 'i'); }
-  std::string fence_key(const N& name) const { return key(name, 'f'); }
+  // A fenced lock's fence counter: "<prefix>:Fences{<tag of the name's slot>}", shared by every
+  // fenced name of the prefix in that slot (docs/keys.md, "Fence counters").
+  std::string fence_counter_key(const N& name) const {
+    return detail::fence_counter_key(prefix_, writer_key(name));
+  }
+  // The name's own counter of the per-name layout (":f"), which a grant moves into the slot's.
+  std::string own_fence_key(const N& name) const { return key(name, 'f'); }
   // A hash tag, braces included, for keys that must share the lease's hash slot (the keys of
   // guarded writes, guarded.hpp): "invoice:" + hash_tag(name) + ":row".
   std::string hash_tag(const N& name) const { return same_slot_tag(writer_key(name)); }
@@ -109,13 +116,13 @@ class RwLock {
         std::nullopt,
         std::nullopt,
         false,
-        {writer_key(name), readers_key(name), LeaseInfo::Kind::shared, {}, {}, {}}});
+        {writer_key(name), readers_key(name), LeaseInfo::Kind::shared, {}, {}, {}, {}}});
   }
 
   // A query yielding std::optional<LockToken<RwLock>>.
   TryWrite<RwLock> try_write(const N& name) const {
     return TryWrite<RwLock>(writer_key(name), readers_key(name), intent_key(name), ttl_,
-                            intent_ttl_, fencing_ ? fence_key(name) : std::string());
+                            intent_ttl_, fence_counters(name));
   }
 
   // Waits in turn for a reader's or the writer's lease on `name`, for wait_until() (wait.hpp).
@@ -153,8 +160,12 @@ class RwLock {
 
  private:
   detail::RwKeys keys(const N& name) const {
-    return {writer_key(name), readers_key(name), intent_key(name),
-            fencing_ ? std::optional<std::string>(fence_key(name)) : std::nullopt};
+    return {writer_key(name), readers_key(name), intent_key(name), fence_counters(name)};
+  }
+  std::optional<detail::FenceCounters> fence_counters(const N& name) const {
+    if (!fencing_)
+      return std::nullopt;
+    return detail::fence_counters(prefix_, writer_key(name), own_fence_key(name));
   }
   std::string key(const N& name, char role) const {
     std::string raw;
@@ -199,10 +210,10 @@ class TryWrite : public detail::RwAcquire<LockToken<L>> {
 
   TryWrite(std::string writer_key, std::string readers_key, std::string intent_key,
            std::chrono::milliseconds ttl, std::chrono::milliseconds intent_ttl,
-           std::string fence_key = {})
+           std::optional<detail::FenceCounters> fence = std::nullopt)
       : detail::RwAcquire<LockToken<L>>(std::move(writer_key), std::move(readers_key),
                                         std::move(intent_key), ttl, detail::kRwWriterLease,
-                                        std::move(fence_key)),
+                                        std::move(fence)),
         intent_ttl_(std::to_string(intent_ttl.count())) {}
 
   Request request() const {

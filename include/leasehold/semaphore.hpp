@@ -44,8 +44,9 @@ class Semaphore {
     detail::validate_ttl(ttl);
   }
 
-  // Opt-in fencing numbers: each grant increments a per-name counter (key ":f", in the name's
-  // slot, never expiring) and the permit's token.fence() gives it.
+  // Opt-in fencing numbers: each grant increments the counter of the name's hash slot
+  // (fence_counter_key(), never expiring) and the permit's token.fence() gives it: strictly
+  // increasing per name in grant order.
   constexpr Semaphore with_fencing() const {
     Semaphore copy = *this;
     copy.fencing_ = true;
@@ -58,11 +59,17 @@ class Semaphore {
   constexpr std::uint32_t permits() const noexcept { return permits_; }
   constexpr std::chrono::milliseconds ttl() const noexcept { return ttl_; }
 
-  // "<prefix>:Semaphore:{<namespace>:<escaped name>}:h" (and ":n", ":f"): one hash slot per
-  // name. ":n" holds the count of the last grant, for status tools; no acquire reads it.
+  // "<prefix>:Semaphore:{<namespace>:<escaped name>}:h" (and ":n"): one hash slot per name.
+  // ":n" holds the count of the last grant, for status tools; no acquire reads it.
   std::string holders_key(const N& name) const { return key(name, 'h'); }
   std::string count_key(const N& name) const { return key(name, 'n'); }
-  std::string fence_key(const N& name) const { return key(name, 'f'); }
+  // A fenced semaphore's fence counter: "<prefix>:Fences{<tag of the name's slot>}", shared by
+  // every fenced name of the prefix in that slot (docs/keys.md, "Fence counters").
+  std::string fence_counter_key(const N& name) const {
+    return detail::fence_counter_key(prefix_, holders_key(name));
+  }
+  // The name's own counter of the per-name layout (":f"), which a grant moves into the slot's.
+  std::string own_fence_key(const N& name) const { return key(name, 'f'); }
   // A hash tag, braces included, for keys that must share the lease's hash slot (the keys of
   // guarded writes, guarded.hpp): "invoice:" + hash_tag(name) + ":row".
   std::string hash_tag(const N& name) const { return same_slot_tag(holders_key(name)); }
@@ -76,10 +83,8 @@ class Semaphore {
 
   // Waits in turn for a permit on `name`, for wait_until() (wait.hpp).
   InTurn<PermitToken<Semaphore>> in_turn(const N& name) const {
-    return detail::TurnAccess::make<PermitToken<Semaphore>>(
-        detail::permit_turn({holders_key(name), count_key(name),
-                             fencing_ ? std::optional<std::string>(fence_key(name)) : std::nullopt},
-                            ttl_, permits_));
+    return detail::TurnAccess::make<PermitToken<Semaphore>>(detail::permit_turn(
+        {holders_key(name), count_key(name), fence_counters(name)}, ttl_, permits_));
   }
 
   // An operator's query: ends every permit of the name and tells the waiter at the head of its
@@ -98,16 +103,21 @@ class Semaphore {
                             std::nullopt,
                             std::nullopt,
                             false,
-                            {{}, holders_key(name), LeaseInfo::Kind::permit, {}, {}, {}}});
+                            {{}, holders_key(name), LeaseInfo::Kind::permit, {}, {}, {}, {}}});
   }
 
   // A query yielding std::optional<PermitToken<Semaphore>>.
   TryAcquire<Semaphore> try_acquire(const N& name) const {
     return TryAcquire<Semaphore>(holders_key(name), count_key(name), permits_, ttl_,
-                                 fencing_ ? fence_key(name) : std::string());
+                                 fence_counters(name));
   }
 
  private:
+  std::optional<detail::FenceCounters> fence_counters(const N& name) const {
+    if (!fencing_)
+      return std::nullopt;
+    return detail::fence_counters(prefix_, holders_key(name), own_fence_key(name));
+  }
   std::string key(const N& name, char role) const {
     std::string raw;
     LockName<N>::append(raw, name);
@@ -136,10 +146,11 @@ class TryAcquire {
   using effect = Write<L>;
 
   TryAcquire(std::string holders_key, std::string count_key, std::uint32_t permits,
-             std::chrono::milliseconds ttl, std::string fence_key = {})
+             std::chrono::milliseconds ttl,
+             std::optional<detail::FenceCounters> fence = std::nullopt)
       : holders_key_(std::move(holders_key)),
         count_key_(std::move(count_key)),
-        fence_key_(std::move(fence_key)),
+        fence_(std::move(fence)),
         permits_(permits),
         ttl_(ttl),
         id_(LeaseId::generate()),
@@ -150,10 +161,11 @@ class TryAcquire {
   Request request() const {
     const detail::DecimalDigits ttl(ttl_.count());
     const detail::DecimalDigits permits(permits_);
-    const std::string_view keys[] = {holders_key_, count_key_, fence_key_};
+    const std::string_view keys[] = {holders_key_, count_key_,
+                                     fence_ ? std::string_view(fence_->slot) : std::string_view(),
+                                     fence_ ? std::string_view(fence_->own) : std::string_view()};
     const std::string_view args[] = {value_, ttl.view(), permits.view()};
-    return Request::script(detail::permit_acquire_script(),
-                           std::span(keys, fence_key_.empty() ? 2 : 3), args)
+    return Request::script(detail::permit_acquire_script(), std::span(keys, fence_ ? 4 : 2), args)
         .retry_safe()
         .grants_lease();
   }
@@ -170,7 +182,7 @@ class TryAcquire {
       return detail::granted_too_late<result_type>();
     auto state = std::make_shared<detail::LeaseState>(holders_key_, id_, ttl_, deadline,
                                                       &detail::kPermitLease, count_key_, value_);
-    if (!fence_key_.empty())
+    if (fence_)
       state->fence = static_cast<std::uint64_t>(reply.integer);
     return result_type{detail::TokenAccess::make<PermitToken<L>>(std::move(state))};
   }
@@ -190,7 +202,7 @@ class TryAcquire {
  private:
   std::string holders_key_;
   std::string count_key_;
-  std::string fence_key_;
+  std::optional<detail::FenceCounters> fence_;  // a fenced semaphore's
   std::uint32_t permits_;
   std::chrono::milliseconds ttl_;
   LeaseId id_;

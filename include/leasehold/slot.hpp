@@ -48,4 +48,9 @@ std::string same_slot_key(std::string_view key, std::string_view suffix);
 // `key`: "{tag}" of a tagged key; "{key}" of a key without braces; else a short tag of its slot.
 std::string same_slot_tag(std::string_view key);
 
+// `base` + "{" + the short tag of `key`'s slot + "}": one key per slot whatever key of the slot
+// asks, for state shared by every key of a slot (the fence counters, docs/keys.md). `base`
+// must hold no brace.
+std::string per_slot_key(std::string_view base, std::string_view key);
+
 }  // namespace leasehold

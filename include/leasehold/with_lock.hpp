@@ -126,10 +126,13 @@ class Locker {
 
   Client& client() const noexcept { return client_; }
   // The Redis key of the lock named `name`: "<prefix>:<name>"; with fencing
-  // "<prefix>:{<escaped name>}", whose counter "<prefix>:{<escaped name>}:fence" shares its slot;
-  // with raw keys the name itself.
+  // "<prefix>:{<escaped name>}", whose fences count in its slot's "<prefix>:Fences{<tag>}"
+  // (docs/keys.md, "Fence counters"); with raw keys the name itself.
   std::string key(std::string_view name) const;
-  std::string fence_key(std::string_view name) const;
+  std::string fence_counter_key(std::string_view name) const;
+  // The name's own counter of the per-name layout, "<prefix>:{<escaped name>}:fence", which a
+  // grant moves into fence_counter_key(name).
+  std::string own_fence_key(std::string_view name) const;
   bool fencing() const noexcept { return fencing_ == Fencing::on; }
   bool raw_keys() const noexcept { return raw_; }
 
@@ -183,6 +186,8 @@ class Locker {
   using HeldId = std::uint64_t;
 
  private:
+  std::optional<detail::FenceCounters> fence_counters(std::string_view name) const;
+
   // Mutex and LeaseGuard share the registry of held leases and the attempts.
   friend class Mutex;
   friend class LeaseGuard;

@@ -28,12 +28,12 @@ const Script& leave_queue_script() {
 }
 
 LockTurn::LockTurn(std::string key, std::chrono::milliseconds ttl,
-                   std::optional<std::string> fence_key, std::optional<std::string> value_key)
+                   std::optional<FenceCounters> fence, std::optional<std::string> value_key)
     : key_(std::move(key)),
       waiting_(key_),
       observed_(observed_key(key_)),
       changed_(changed_channel(key_)),
-      fence_key_(std::move(fence_key)),
+      fence_(std::move(fence)),
       value_key_(std::move(value_key)),
       ttl_(ttl) {}
 
@@ -44,13 +44,21 @@ Request LockTurn::try_request(const Waiter& waiter) const {
   const std::string_view args[] = {waiter.value, ttl.view(),       ticket_ttl.view(),
                                    grace.view(), waiting_.channel, changed_};
   const std::span<const std::string_view> used_args(args, observable() ? 6 : 5);
+  // KEYS[6] is an Election's value key, or a fenced Lock's own counter.
+  std::string_view sixth;
+  if (value_key_)
+    sixth = *value_key_;
+  else if (fence_)
+    sixth = fence_->own;
   const std::string_view keys[] = {key_,
                                    waiting_.queue,
                                    waiting_.tickets,
                                    observed_,
-                                   fence_key_ ? std::string_view(*fence_key_) : std::string_view(),
-                                   value_key_ ? std::string_view(*value_key_) : std::string_view()};
-  const std::size_t used = fence_key_ ? (value_key_ ? 6 : 5) : 4;
+                                   fence_ ? std::string_view(fence_->slot) : std::string_view(),
+                                   sixth};
+  std::size_t used = 4;
+  if (fence_)
+    used = sixth.empty() ? 5 : 6;
   return Request::script(lock_in_turn_script(), std::span(keys, used), used_args)
       .retry_safe()
       .grants_lease();
@@ -60,8 +68,7 @@ Result<TurnOutcome> LockTurn::parse_try(const Reply& reply, const Timing& timing
                                         const Waiter& waiter) const {
   static const std::string no_second_key;
   const LeaseKind* kind = observable() ? &kElectionLease : &kLockLease;
-  return turn_outcome(reply, timing, waiter,
-                      {key_, no_second_key, kind, ttl_, fence_key_.has_value()});
+  return turn_outcome(reply, timing, waiter, {key_, no_second_key, kind, ttl_, fence_.has_value()});
 }
 
 std::optional<Request> LockTurn::keep_place_request(
@@ -93,10 +100,9 @@ Request lock_leave_request(std::string_view lock_key, const WaitKeys& waiting,
 }
 
 std::shared_ptr<const TurnContract> lock_turn(std::string key, std::chrono::milliseconds ttl,
-                                              std::optional<std::string> fence_key,
+                                              std::optional<FenceCounters> fence,
                                               std::optional<std::string> value_key) {
-  return std::make_shared<LockTurn>(std::move(key), ttl, std::move(fence_key),
-                                    std::move(value_key));
+  return std::make_shared<LockTurn>(std::move(key), ttl, std::move(fence), std::move(value_key));
 }
 
 Result<TurnOutcome> turn_outcome(const Reply& reply, const Timing& timing, const Waiter& waiter,

@@ -108,10 +108,12 @@ class RwTurn final : public TurnContract {
     const std::string_view args[] = {writer_ ? "w" : "r", waiter.value, ttl.view(),
                                      ticket_ttl.view(),   grace.view(), waiting_.channel};
     // Both arms are views: a std::string arm would make a temporary the view outlives.
-    const std::string_view fence = fenced() ? std::string_view(*keys_.fence) : std::string_view();
-    const std::string_view keys[] = {keys_.writer,   keys_.readers,    keys_.intent,
-                                     waiting_.queue, waiting_.tickets, fence};
-    return Request::script(rw_in_turn_script(), std::span(keys, fenced() ? 6 : 5), args)
+    const std::string_view fence =
+        fenced() ? std::string_view(keys_.fence->slot) : std::string_view();
+    const std::string_view own = fenced() ? std::string_view(keys_.fence->own) : std::string_view();
+    const std::string_view keys[] = {keys_.writer,     keys_.readers, keys_.intent, waiting_.queue,
+                                     waiting_.tickets, fence,         own};
+    return Request::script(rw_in_turn_script(), std::span(keys, fenced() ? 7 : 5), args)
         .retry_safe()
         .grants_lease();
   }

@@ -71,9 +71,13 @@ class PermitTurn final : public TurnContract {
     const DecimalDigits grace(waiter.grace.count());
     const std::string_view args[] = {waiter.value,   ttl.view(),       ticket_ttl.view(),
                                      permits.view(), waiting_.channel, grace.view()};
-    const std::string_view keys[] = {keys_.holders, waiting_.queue, waiting_.tickets, keys_.count,
-                                     keys_.fence ? std::string_view(*keys_.fence) : ""};
-    return Request::script(permit_in_turn_script(), std::span(keys, keys_.fence ? 5 : 4), args)
+    const std::string_view keys[] = {keys_.holders,
+                                     waiting_.queue,
+                                     waiting_.tickets,
+                                     keys_.count,
+                                     keys_.fence ? std::string_view(keys_.fence->slot) : "",
+                                     keys_.fence ? std::string_view(keys_.fence->own) : ""};
+    return Request::script(permit_in_turn_script(), std::span(keys, keys_.fence ? 6 : 4), args)
         .retry_safe()
         .grants_lease();
   }

@@ -23,6 +23,7 @@ Request StatusKeys::request() const {
   add('z', leases);
   add('q', queue);
   add('f', fence);
+  add('f', own_fence);
   add('n', permits);
   const std::string_view args[] = {mode};
   return Request::script(lease_status_script(), keys, args).retry_safe();

@@ -92,7 +92,17 @@ std::string Locker::key(std::string_view name) const {
   return key;
 }
 
-std::string Locker::fence_key(std::string_view name) const {
+std::string Locker::fence_counter_key(std::string_view name) const {
+  return detail::fence_counter_key(prefix_, key(name));
+}
+
+std::optional<detail::FenceCounters> Locker::fence_counters(std::string_view name) const {
+  if (!fencing())
+    return std::nullopt;
+  return detail::fence_counters(prefix_, key(name), own_fence_key(name));
+}
+
+std::string Locker::own_fence_key(std::string_view name) const {
   std::string key;
   key.reserve(prefix_.size() + 10 + name.size());
   key.append(prefix_).append(":{");
@@ -105,8 +115,7 @@ TryLock<detail::WithLockTag> Locker::try_lock_query(std::string_view name,
                                                     std::chrono::milliseconds ttl) const {
   if (raw_)
     return TryLock<detail::WithLockTag>(key(name), ttl, detail::BareValue{});
-  return TryLock<detail::WithLockTag>(key(name), ttl, fencing() ? fence_key(name) : std::string(),
-                                      holder_label_);
+  return TryLock<detail::WithLockTag>(key(name), ttl, fence_counters(name), holder_label_);
 }
 
 std::optional<std::uint64_t> Locker::fence(std::string_view name) const {
@@ -135,9 +144,7 @@ void Locker::validate(std::string_view name, const WithLockOptions& options) {
 detail::TurnWait Locker::turn_wait(std::string_view name, std::chrono::milliseconds ttl,
                                    Clock::time_point deadline, const WaitOptions& waiting) const {
   auto turn = raw_ ? detail::raw_turn(key(name), ttl)
-                   : detail::lock_turn(
-                         key(name), ttl,
-                         fencing() ? std::optional<std::string>(fence_key(name)) : std::nullopt);
+                   : detail::lock_turn(key(name), ttl, fence_counters(name));
   return detail::TurnWait{std::move(turn), deadline, waiting, holder_label_};
 }
 

@@ -65,4 +65,12 @@ std::string same_slot_tag(std::string_view key) {
   return out;
 }
 
+std::string per_slot_key(std::string_view base, std::string_view key) {
+  const std::string& tag = tags_by_slot()[key_slot(key)];
+  std::string out;
+  out.reserve(base.size() + tag.size() + 2);
+  out.append(base).append("{").append(tag).append("}");
+  return out;
+}
+
 }  // namespace leasehold

@@ -47,14 +47,27 @@ TEST_F(FencingTest, EachGrantOfANameGetsALargerFence) {
     EXPECT_TRUE(redis_.process(token->extend()));
     EXPECT_TRUE(redis_.process(token->release()));
   }
-  // Names count separately.
-  auto other = redis_.process(lock.try_lock("invoice-2"));
+  // A name of another slot counts on its own counter; a name of the same slot shares this one,
+  // so its first fence comes after the last given here.
+  const auto slot = key_slot(lock.key("invoice-1"));
+  const std::string elsewhere = key_slot(lock.key("invoice-2")) != slot ? "invoice-2" : "invoice-3";
+  std::string alongside;
+  for (int n = 0; alongside.empty(); ++n) {
+    if (key_slot(lock.key("other-" + std::to_string(n))) == slot)
+      alongside = "other-" + std::to_string(n);
+  }
+  auto other = redis_.process(lock.try_lock(elsewhere));
   ASSERT_TRUE(other);
   EXPECT_EQ(*other->fence(), 1u);
+  auto neighbour = redis_.process(lock.try_lock(alongside));
+  ASSERT_TRUE(neighbour);
+  EXPECT_EQ(*neighbour->fence(), last + 1);
+  last = *neighbour->fence();
   // The counter shares the lock key's slot and never expires.
-  EXPECT_EQ(key_slot(lock.key("invoice-1")), key_slot(lock.fence_key("invoice-1")));
-  EXPECT_EQ(server_->command({"PTTL", lock.fence_key("invoice-1")}).integer, -1);
-  EXPECT_EQ(server_->command({"GET", lock.fence_key("invoice-1")}).str, std::to_string(last));
+  EXPECT_EQ(key_slot(lock.key("invoice-1")), key_slot(lock.fence_counter_key("invoice-1")));
+  EXPECT_EQ(server_->command({"PTTL", lock.fence_counter_key("invoice-1")}).integer, -1);
+  EXPECT_EQ(server_->command({"GET", lock.fence_counter_key("invoice-1")}).str,
+            std::to_string(last));
 }
 
 TEST_F(FencingTest, ATakeoverAfterExpiryGetsALargerFenceAndTheStaleHolderIsFencedOff) {
@@ -87,7 +100,8 @@ TEST_F(FencingTest, ARetriedAcquireGetsTheSameFence) {
   auto again = redis_.process(query);  // the same id: as after a lost reply
   ASSERT_TRUE(first && again);
   EXPECT_EQ(*first->fence(), *again->fence());
-  EXPECT_EQ(server_->command({"GET", lock.fence_key("job")}).str, std::to_string(*first->fence()));
+  EXPECT_EQ(server_->command({"GET", lock.fence_counter_key("job")}).str,
+            std::to_string(*first->fence()));
   EXPECT_TRUE(redis_.process(first->release()));
 }
 
@@ -134,7 +148,7 @@ TEST_F(FencingTest, AnRwLockWriterGetsAFenceReadersDoNot) {
   auto second = redis_.process(lock.try_write("catalog"));
   ASSERT_TRUE(second);
   EXPECT_EQ(*second->fence(), first + 1);
-  EXPECT_EQ(key_slot(lock.fence_key("catalog")), key_slot(lock.writer_key("catalog")));
+  EXPECT_EQ(key_slot(lock.fence_counter_key("catalog")), key_slot(lock.writer_key("catalog")));
   // An unfenced RwLock's writer has none.
   const RwLock<std::string> plain{"fence-rw-plain", 10s};
   auto unfenced = redis_.process(plain.try_write("catalog"));
@@ -162,7 +176,7 @@ TEST_F(FencingTest, FencedLockAndRwLockWritersThatWaitInTurnGetLargerFences) {
   auto next_writer = write_until(redis_, rw, std::string("queue"), deadline());
   ASSERT_TRUE(next_writer && next_writer->fence());
   EXPECT_GT(*next_writer->fence(), *writer->fence());
-  EXPECT_EQ(server_->command({"GET", rw.fence_key("queue")}).str,
+  EXPECT_EQ(server_->command({"GET", rw.fence_counter_key("queue")}).str,
             std::to_string(*next_writer->fence()));
   EXPECT_TRUE(redis_.process(next_writer->release()));
 }
@@ -178,13 +192,13 @@ TEST_F(FencingTest, WhileHeldKeepsTheFence) {
   });
   ASSERT_TRUE(held);
   EXPECT_EQ(held.value(), fence);
-  EXPECT_EQ(server_->command({"GET", lock.fence_key("long")}).str, std::to_string(*fence));
+  EXPECT_EQ(server_->command({"GET", lock.fence_counter_key("long")}).str, std::to_string(*fence));
   EXPECT_TRUE(redis_.process(token->release()));
 }
 
 TEST_F(FencingTest, ACounterOfTheWrongTypeIsAClearError) {
   constexpr auto lock = Lock<std::string>{"fence-type", 10s}.with_fencing();
-  server_->command({"HSET", lock.fence_key("x"), "f", "v"});
+  server_->command({"HSET", lock.fence_counter_key("x"), "f", "v"});
   try {
     redis_.process(lock.try_lock("x"));
     FAIL() << "no error";
@@ -197,7 +211,7 @@ TEST_F(FencingTest, AFencingLockerGivesWithLockAndMutexFencesThatGrow) {
   Locker locker(redis_, "fenced-locker", Fencing::on);
   EXPECT_TRUE(locker.fencing());
   EXPECT_EQ(locker.key("invoice:{7}"), "fenced-locker:{invoice:%7B7%7D}");
-  EXPECT_EQ(key_slot(locker.key("invoice:{7}")), key_slot(locker.fence_key("invoice:{7}")));
+  EXPECT_EQ(key_slot(locker.key("invoice:{7}")), key_slot(locker.fence_counter_key("invoice:{7}")));
   std::vector<std::uint64_t> fences;
   for (int i = 0; i < 3; ++i) {
     locker.with_lock("invoice:{7}", [&] {

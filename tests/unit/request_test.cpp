@@ -436,7 +436,7 @@ TEST(RequestKeys, EveryAcquireAndLeaseCallIsRoutedByItsKeys) {
   const auto query = fenced.try_lock("INV-{7}");
   EXPECT_EQ(query.request().keys(), Request::Keys::one_slot);
   EXPECT_EQ(query.request().slot(), key_slot(fenced.key("INV-{7}")));
-  EXPECT_EQ(query.request().slot(), key_slot(fenced.fence_key("INV-{7}")));
+  EXPECT_EQ(query.request().slot(), key_slot(fenced.fence_counter_key("INV-{7}")));
   const auto cleanup = query.on_unknown_outcome();
   ASSERT_TRUE(cleanup);
   EXPECT_EQ(cleanup->keys_and_slot(),

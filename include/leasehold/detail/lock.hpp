@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "leasehold/detail/fence_counters.hpp"
 #include "leasehold/detail/lease_kind.hpp"
 #include "leasehold/reply.hpp"
 #include "leasehold/request.hpp"
@@ -33,9 +34,10 @@ Request lock_release_request(std::string_view key, std::string_view id_hex,
 Request lock_force_release_request(std::string_view key);
 const Script& lock_try_fenced_script();
 
-// A Lock's turn contract (detail/queue.hpp); an Election's, with its proclaimed value's key.
+// A Lock's turn contract (detail/queue.hpp); an Election's, with its proclaimed value's key (and
+// its term key as the fence counter, without an own counter).
 std::shared_ptr<const TurnContract> lock_turn(std::string key, std::chrono::milliseconds ttl,
-                                              std::optional<std::string> fence_key,
+                                              std::optional<FenceCounters> fence,
                                               std::optional<std::string> value_key = std::nullopt);
 
 // A Lock's lease: a key that holds the lease's id. A lease state without a kind is one. Each

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "leasehold/detail/fence_counters.hpp"
 #include "leasehold/detail/keys.hpp"
 #include "leasehold/detail/turn.hpp"
 #include "leasehold/request.hpp"
@@ -25,7 +26,7 @@ class LockTurn final : public TurnContract {
  public:
   // `value_key`: an Election's proclaimed value, announced to its observers with its leader; its
   // leases are an Election's (their release tells the observers).
-  LockTurn(std::string key, std::chrono::milliseconds ttl, std::optional<std::string> fence_key,
+  LockTurn(std::string key, std::chrono::milliseconds ttl, std::optional<FenceCounters> fence,
            std::optional<std::string> value_key = std::nullopt);
 
   const std::string& key() const noexcept override { return key_; }
@@ -45,7 +46,7 @@ class LockTurn final : public TurnContract {
   WaitKeys waiting_;
   std::string observed_;
   std::string changed_;
-  std::optional<std::string> fence_key_;
+  std::optional<FenceCounters> fence_;
   std::optional<std::string> value_key_;
   std::chrono::milliseconds ttl_;
 };

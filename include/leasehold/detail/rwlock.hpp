@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "leasehold/detail/fence_counters.hpp"
 #include "leasehold/detail/lease_kind.hpp"
 #include "leasehold/detail/report.hpp"
 #include "leasehold/holder.hpp"
@@ -38,12 +39,12 @@ Request rw_force_release_request(std::string_view writer_key, std::string_view r
 Request rw_by_id_request(std::string_view writer_key, std::string_view readers_key,
                          const LeaseId& id, std::optional<std::chrono::milliseconds> extend_ttl);
 
-// The keys of an RwLock's name, and its writers' fence counter when fenced.
+// The keys of an RwLock's name, and its writers' fence counters when fenced.
 struct RwKeys {
   std::string writer;
   std::string readers;
   std::string intent;
-  std::optional<std::string> fence;
+  std::optional<FenceCounters> fence;
 };
 // An RwLock's turn contract for a reader (writer: false) or the writer: one queue for both, in
 // which readers queued together get in together (rw_in_turn.lua).
@@ -57,11 +58,12 @@ class RwAcquire {
   using result_type = std::optional<Token>;
 
   RwAcquire(std::string writer_key, std::string readers_key, std::string intent_key,
-            std::chrono::milliseconds ttl, const LeaseKind& kind, std::string fence_key = {})
+            std::chrono::milliseconds ttl, const LeaseKind& kind,
+            std::optional<FenceCounters> fence = std::nullopt)
       : writer_key_(std::move(writer_key)),
         readers_key_(std::move(readers_key)),
         intent_key_(std::move(intent_key)),
-        fence_key_(std::move(fence_key)),
+        fence_(std::move(fence)),
         ttl_(ttl),
         kind_(&kind),
         id_(LeaseId::generate()),
@@ -82,7 +84,7 @@ class RwAcquire {
     auto state =
         std::make_shared<LeaseState>(writer_key_, id_, ttl_, deadline, kind_, readers_key_, value_);
     // A fenced writer's grant answers its fencing number, others 1.
-    if (!fence_key_.empty())
+    if (fence_)
       state->fence = static_cast<std::uint64_t>(reply.integer);
     return result_type{TokenAccess::make<Token>(std::move(state))};
   }
@@ -102,11 +104,13 @@ class RwAcquire {
  protected:
   Request script_request(const Script& script, std::string_view intent_ttl) const {
     const DecimalDigits ttl(ttl_.count());
-    const std::string_view keys[] = {writer_key_, readers_key_, intent_key_, fence_key_};
+    const std::string_view keys[] = {writer_key_, readers_key_, intent_key_,
+                                     fence_ ? std::string_view(fence_->slot) : std::string_view(),
+                                     fence_ ? std::string_view(fence_->own) : std::string_view()};
     const std::string_view with_intent[] = {value_, ttl.view(), intent_ttl};
     const std::span<const std::string_view> args(with_intent, intent_ttl.empty() ? 2 : 3);
     // Retry-safe: a rerun with the same id answers 1 again (and keeps one lease).
-    const std::span<const std::string_view> used_keys(keys, fence_key_.empty() ? 3 : 4);
+    const std::span<const std::string_view> used_keys(keys, fence_ ? 5 : 3);
     return Request::script(script, used_keys, args).retry_safe().grants_lease();
   }
 
@@ -114,7 +118,7 @@ class RwAcquire {
   std::string writer_key_;
   std::string readers_key_;
   std::string intent_key_;
-  std::string fence_key_;  // a fenced writer's counter; empty otherwise
+  std::optional<FenceCounters> fence_;  // a fenced writer's
   std::chrono::milliseconds ttl_;
   const LeaseKind* kind_;
   LeaseId id_;

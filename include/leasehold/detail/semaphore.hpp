@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "leasehold/detail/fence_counters.hpp"
 #include "leasehold/detail/lease_kind.hpp"
 #include "leasehold/error.hpp"
 #include "leasehold/request.hpp"
@@ -24,11 +25,11 @@ Request permit_force_release_request(std::string_view holders_key, std::string_v
 // tells the head of the name's queue.
 extern const LeaseKind kPermitLease;
 
-// The keys of a Semaphore's name, and its fence counter when fenced.
+// The keys of a Semaphore's name, and its fence counters when fenced.
 struct PermitKeys {
   std::string holders;
   std::string count;
-  std::optional<std::string> fence;
+  std::optional<FenceCounters> fence;
 };
 // A Semaphore's turn contract: the first waiters of its queue get the free permits
 // (permit_in_turn.lua).

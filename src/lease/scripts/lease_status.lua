@@ -1,9 +1,10 @@
 -- Reads a name's leases and what surrounds them, for status tools (describe.hpp). Reads only.
 -- ARGV[1] the mode: one letter per key, in the order of KEYS. 's' a string key holding one lease,
 -- 'z' a sorted set of leases scored by their end in server ms, 'q' the queue of waiters (a sorted
--- set), 'f' the fencing counter, 'n' a Semaphore's count of permits at its last grant.
+-- set), 'f' a fence counter (the slot's, then the name's own: the larger counts), 'n' a
+-- Semaphore's count of permits at its last grant.
 -- Reply: {server ms now, the string key's value ('' if none), its PTTL (-2 if none), the number
--- of queued waiters, the fencing counter (-1 if none), the count of permits (-1 if none), then
+-- of queued waiters, the fence counter (-1 if none), the count of permits (-1 if none), then
 -- each live member of the set and its score}.
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -23,7 +24,7 @@ for i = 1, #ARGV[1] do
   elseif letter == 'q' then
     reply[4] = redis.call('ZCARD', key)
   elseif letter == 'f' then
-    reply[5] = counter(key)
+    reply[5] = math.max(reply[5], counter(key))
   elseif letter == 'n' then
     reply[6] = counter(key)
   end

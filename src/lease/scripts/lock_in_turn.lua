@@ -1,7 +1,8 @@
 -- A Lock's try in turn (queue.hpp).
 -- KEYS[1] the lock key, KEYS[2] its queue, KEYS[3] its tickets, KEYS[4] its observed hash
--- (observed.lua), KEYS[5] its fence counter (fenced locks only), KEYS[6] the value key (an
--- Election's). ARGV[1] the waiter's value (its lease's), ARGV[2] the lock's TTL in ms, ARGV[3]
+-- (observed.lua), KEYS[5] its fence counter (fenced locks: the slot's; an Election's term key),
+-- KEYS[6] a fenced Lock's own counter of the per-name layout (fence_grant.lua), or an Election's
+-- value key. ARGV[1] the waiter's value (its lease's), ARGV[2] the lock's TTL in ms, ARGV[3]
 -- the ticket's TTL in ms, ARGV[4] the grace in ms a head gets to take a free lock, ARGV[5] the
 -- released channel, ARGV[6] the change channel of a kind that can be observed (an Election's;
 -- none for a Lock, whose grants then look at no observers).
@@ -16,11 +17,13 @@
 -- A grant of an observed lock marks the key observed and announces its new holder.
 --! include take_place.lua
 --! include observed.lua
+--! include fence_grant.lua
 local fenced = KEYS[5] ~= nil
+local own_counter = ARGV[6] == nil and KEYS[6] or nil
 local function granted()
   redis.call('ZREM', KEYS[2], ARGV[1])
   redis.call('ZREM', KEYS[3], ARGV[1])
-  if fenced then return {1, tonumber(redis.call('GET', KEYS[5]) or '0')} end
+  if fenced then return {1, current_fence(KEYS[5])} end
   return {1, 0}
 end
 -- Sets the key to this waiter's lease, marked with `waiting`, and counts a fence.
@@ -28,7 +31,7 @@ local function grant(waiting)
   local observed = ARGV[6] ~= nil and redis.call('EXISTS', KEYS[4]) == 1
   redis.call('SET', KEYS[1], marked_value(ARGV[1], waiting, observed), 'PX', ARGV[2])
   local fence = 0
-  if fenced then fence = redis.call('INCR', KEYS[5]) end
+  if fenced then fence = next_fence(KEYS[5], own_counter) end
   if observed then announce(KEYS[4], ARGV[6], KEYS[1], KEYS[5], KEYS[6]) end
   return fence
 end

@@ -1,6 +1,7 @@
 -- A Semaphore's try in turn for a permit.
 -- KEYS[1] the holders' set, KEYS[2] the queue, KEYS[3] the tickets, KEYS[4] the count key,
--- KEYS[5] the fence counter (fenced semaphores only). ARGV[1] the waiter's value, ARGV[2] the
+-- KEYS[5] the slot's fence counter and KEYS[6] the name's own counter of the per-name layout
+-- (fenced semaphores only, fence_grant.lua). ARGV[1] the waiter's value, ARGV[2] the
 -- permit's TTL in ms, ARGV[3] the ticket's TTL in ms, ARGV[4] the count of permits, ARGV[5] the
 -- semaphore's release channel, ARGV[6] the grace in ms a waiter gets to take a free permit.
 -- Reply: {1, fence (1 when not fenced)} if this waiter holds a permit now (granted now, or
@@ -18,6 +19,7 @@
 --! include permit_prelude.lua
 --! include notify_head.lua
 --! include take_place.lua
+--! include fence_grant.lua
 local fenced = KEYS[5] ~= nil
 local permits = tonumber(ARGV[4])
 local function granted(fence)
@@ -30,11 +32,11 @@ local function grant()
   redis.call('SET', KEYS[4], ARGV[4])
   keep_holders_expiry(KEYS[4])
   local fence = 1
-  if fenced then fence = redis.call('INCR', KEYS[5]) end
+  if fenced then fence = next_fence(KEYS[5], KEYS[6]) end
   return fence
 end
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
-  if fenced then return granted(tonumber(redis.call('GET', KEYS[5]) or '0')) end
+  if fenced then return granted(current_fence(KEYS[5])) end
   return granted(1)
 end
 if redis.call('EXISTS', KEYS[2]) == 0 and redis.call('ZCARD', KEYS[1]) < permits then

@@ -1,6 +1,7 @@
 -- An RwLock's try in turn, for a reader's or the writer's lease.
 -- KEYS[1] the writer key, KEYS[2] the readers' set, KEYS[3] the intent key, KEYS[4] the queue,
--- KEYS[5] the tickets, KEYS[6] the fence counter (fenced writers only). ARGV[1] the kind ('r' or
+-- KEYS[5] the tickets, KEYS[6] the slot's fence counter and KEYS[7] the name's own counter of the
+-- per-name layout (fenced writers only, fence_grant.lua). ARGV[1] the kind ('r' or
 -- 'w'), ARGV[2] the waiter's value, ARGV[3] the lease's TTL in ms, ARGV[4] the ticket's TTL in
 -- ms, ARGV[5] the grace in ms a head gets to take its turn, ARGV[6] the lock's release channel.
 -- Reply: {1, fence (1 when not fenced)} if this waiter holds the lease now (granted now, or
@@ -20,6 +21,7 @@ if #ARGV ~= 6 then return wrong_arguments(6) end
 --! include rw_prelude.lua
 --! include take_place.lua
 --! include rw_notify_turns.lua
+--! include fence_grant.lua
 local writer = ARGV[1] == 'w'
 local member = ARGV[1] .. ':' .. ARGV[2]
 local fenced = KEYS[6] ~= nil
@@ -32,7 +34,7 @@ local function grant()
   if writer then
     redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
     redis.call('DEL', KEYS[3])
-    if fenced then return granted(redis.call('INCR', KEYS[6])) end
+    if fenced then return granted(next_fence(KEYS[6], KEYS[7])) end
     return granted(1)
   end
   local first_reader = redis.call('EXISTS', KEYS[2]) == 0
@@ -46,7 +48,7 @@ local function grant()
   return result
 end
 if writer and redis.call('GET', KEYS[1]) == ARGV[2] then
-  if fenced then return granted(tonumber(redis.call('GET', KEYS[6]) or '0')) end
+  if fenced then return granted(current_fence(KEYS[6])) end
   return granted(1)
 end
 if not writer and redis.call('ZSCORE', KEYS[2], ARGV[2]) then return granted(1) end
