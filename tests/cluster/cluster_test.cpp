@@ -454,8 +454,8 @@ TEST_F(ClusterTest, AnAcquireCancelledInFlightEndsAtOnceAndReleasesWhatItTook) {
 }
 
 // The slot of a lock key moves to another master while workers lock and release names in it:
-// MOVED and ASK are followed, no error reaches the workers, and the leases held across the move
-// stay held and exclusive.
+// MOVED and ASK are followed, no error reaches the workers, the leases held across the move
+// stay held and exclusive, and a fenced name of the slot keeps counting from where it was.
 TEST(ClusterResharding, MovingASlotWithHeldLocksLosesAndDoublesNothing) {
   RedisCluster cluster;
   Client redis(cluster.url());
@@ -466,6 +466,20 @@ TEST(ClusterResharding, MovingASlotWithHeldLocksLosesAndDoublesNothing) {
   std::vector<LockToken<Lock<std::string>>> held;
   for (int i = 0; i < 50; ++i)
     held.push_back(*redis.process(lock.try_lock(name(i))));
+  // A fenced name of the slot: its fence counter (one per slot) moves with the slot.
+  const auto fenced = Lock<std::string>{"reshard-fenced", 30s}.with_fencing();
+  std::string fenced_name;
+  for (int i = 0; fenced_name.empty(); ++i) {
+    if (key_slot(fenced.key("f" + std::to_string(i))) == slot)
+      fenced_name = "f" + std::to_string(i);
+  }
+  std::uint64_t fence_before = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto token = redis.process(fenced.try_lock(fenced_name));
+    ASSERT_TRUE(token && token->fence());
+    fence_before = *token->fence();
+    ASSERT_TRUE(redis.process(token->release()));
+  }
 
   std::atomic<bool> stop{false};
   std::atomic<long> cycles{0};
@@ -520,6 +534,13 @@ TEST(ClusterResharding, MovingASlotWithHeldLocksLosesAndDoublesNothing) {
             1);
   for (auto& token : held)
     EXPECT_TRUE(redis.process(token.release()));
+  auto after = redis.process(fenced.try_lock(fenced_name));
+  ASSERT_TRUE(after && after->fence());
+  EXPECT_EQ(*after->fence(), fence_before + 1) << "the counter moved with its slot";
+  EXPECT_EQ(
+      cluster.command(static_cast<std::size_t>(to), {"GET", fenced.fence_counter_key(fenced_name)})
+          .str,
+      std::to_string(fence_before + 1));
 }
 
 // A master is killed while a workload takes leases on its slots: the cluster promotes its

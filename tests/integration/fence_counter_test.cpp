@@ -1,0 +1,179 @@
+// Fence counters: one per hash slot and prefix, shared by every fenced name of the slot. A
+// name's own counter of the per-name layout is moved into its slot's on the name's first grant,
+// and kept in step for a week, so that no fence a name was ever given comes again — whichever
+// kind grants it, and while processes of the per-name layout still increment the old counter.
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "leasehold/leasehold.hpp"
+#include "shared_server.hpp"
+
+namespace leasehold {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr long long kWeekMs = 7LL * 24 * 3600 * 1000;
+
+class FenceCounterTest : public testing::SharedServerTest {
+ protected:
+  FenceCounterTest() : redis_(server_->unix_url()) {}
+
+  std::string get(const std::string& key) { return server_->command({"GET", key}).str; }
+  long long pttl(const std::string& key) { return server_->command({"PTTL", key}).integer; }
+
+  // A name's own counter holds `before`: its next fence is above it, the counter of its slot
+  // holds that fence, and its own counter is kept in step with a week to live.
+  void expect_moved(std::uint64_t fence, std::uint64_t before, const std::string& own,
+                    const std::string& slot_counter) {
+    EXPECT_EQ(fence, before + 1);
+    EXPECT_EQ(get(slot_counter), std::to_string(fence));
+    EXPECT_EQ(get(own), std::to_string(fence));
+    EXPECT_GT(pttl(own), kWeekMs - 60'000);
+    EXPECT_LE(pttl(own), kWeekMs);
+  }
+
+  Client redis_;
+};
+
+TEST_F(FenceCounterTest, ALocksFirstGrantMovesItsOwnCounterIntoItsSlotsAndStaysAboveIt) {
+  constexpr auto lock = Lock<std::string>{"moved", 10s}.with_fencing();
+  server_->command({"SET", lock.own_fence_key("invoice"), "41"});
+  const auto query = lock.try_lock("invoice");
+  auto token = redis_.process(query);
+  ASSERT_TRUE(token && token->fence());
+  expect_moved(*token->fence(), 41, lock.own_fence_key("invoice"),
+               lock.fence_counter_key("invoice"));
+  // A retry of the same grant (as after a lost reply) reports the same fence.
+  auto again = redis_.process(query);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->fence(), token->fence());
+  ASSERT_TRUE(redis_.process(token->release()));
+
+  // In turn, too: the own counter of another name, far above the slot's.
+  server_->command({"SET", lock.own_fence_key("ledger"), "5000"});
+  auto waited = lock_until(redis_, lock, std::string("ledger"), Clock::now() + 5s);
+  ASSERT_TRUE(waited && waited->fence());
+  expect_moved(*waited->fence(), 5000, lock.own_fence_key("ledger"),
+               lock.fence_counter_key("ledger"));
+  ASSERT_TRUE(redis_.process(waited->release()));
+}
+
+TEST_F(FenceCounterTest, EveryFencedKindMovesItsOwnCounter) {
+  constexpr auto rw = RwLock<std::string>{"moved-rw", 10s}.with_fencing();
+  server_->command({"SET", rw.own_fence_key("catalog"), "70"});
+  auto writer = redis_.process(rw.try_write("catalog"));
+  ASSERT_TRUE(writer && writer->fence());
+  expect_moved(*writer->fence(), 70, rw.own_fence_key("catalog"), rw.fence_counter_key("catalog"));
+  ASSERT_TRUE(redis_.process(writer->release()));
+  server_->command({"SET", rw.own_fence_key("index"), "900"});
+  auto waited_writer = write_until(redis_, rw, std::string("index"), Clock::now() + 5s);
+  ASSERT_TRUE(waited_writer && waited_writer->fence());
+  expect_moved(*waited_writer->fence(), 900, rw.own_fence_key("index"),
+               rw.fence_counter_key("index"));
+  ASSERT_TRUE(redis_.process(waited_writer->release()));
+
+  constexpr auto permits = Semaphore<std::string>{"moved-permits", 2, 10s}.with_fencing();
+  server_->command({"SET", permits.own_fence_key("export"), "33"});
+  auto permit = redis_.process(permits.try_acquire("export"));
+  ASSERT_TRUE(permit && permit->fence());
+  expect_moved(*permit->fence(), 33, permits.own_fence_key("export"),
+               permits.fence_counter_key("export"));
+  ASSERT_TRUE(redis_.process(permit->release()));
+  server_->command({"SET", permits.own_fence_key("import"), "8000"});
+  auto waited_permit = acquire_until(redis_, permits, std::string("import"), Clock::now() + 5s);
+  ASSERT_TRUE(waited_permit && waited_permit->fence());
+  expect_moved(*waited_permit->fence(), 8000, permits.own_fence_key("import"),
+               permits.fence_counter_key("import"));
+  ASSERT_TRUE(redis_.process(waited_permit->release()));
+
+  const std::string prefix = "moved-locker-" + std::to_string(unique_number());
+  Locker locker(redis_, prefix, Fencing::on);
+  server_->command({"SET", locker.own_fence_key("report"), "12"});
+  std::optional<std::uint64_t> fence;
+  locker.with_lock("report", [&] { fence = locker.fence("report"); });
+  ASSERT_TRUE(fence);
+  expect_moved(*fence, 12, locker.own_fence_key("report"), locker.fence_counter_key("report"));
+}
+
+// During a rolling upgrade, processes of the per-name layout increment the name's own counter
+// (its whole acquire was: take the key, INCR the counter), and processes of this one the slot's:
+// fences still increase in grant order, whoever grants.
+TEST_F(FenceCounterTest, FencesKeepIncreasingWhileProcessesOfThePerNameLayoutStillGrant) {
+  constexpr auto lock = Lock<std::string>{"rolling", 10s}.with_fencing();
+  const std::string own = lock.own_fence_key("job");
+  server_->command({"SET", own, "10"});
+  std::vector<std::uint64_t> fences;
+  for (int round = 0; round < 5; ++round) {
+    auto token = redis_.process(lock.try_lock("job"));
+    ASSERT_TRUE(token && token->fence());
+    fences.push_back(*token->fence());
+    ASSERT_TRUE(redis_.process(token->release()));
+    // An older process's grant.
+    fences.push_back(static_cast<std::uint64_t>(server_->command({"INCR", own}).integer));
+  }
+  for (std::size_t i = 1; i < fences.size(); ++i)
+    EXPECT_GT(fences[i], fences[i - 1]) << "grant " << i;
+  // A name of the same slot counts on from there.
+  const auto slot = key_slot(lock.key("job"));
+  std::string neighbour;
+  for (int n = 0; neighbour.empty(); ++n) {
+    if (key_slot(lock.key("n" + std::to_string(n))) == slot)
+      neighbour = "n" + std::to_string(n);
+  }
+  auto next = redis_.process(lock.try_lock(neighbour));
+  ASSERT_TRUE(next && next->fence());
+  EXPECT_GT(*next->fence(), fences[fences.size() - 2]) << "above every fence of the slot's counter";
+  ASSERT_TRUE(redis_.process(next->release()));
+}
+
+TEST_F(FenceCounterTest, StatusShowsTheLargerOfTheSlotsCounterAndANamesOwn) {
+  constexpr auto lock = Lock<std::string>{"status-own", 10s}.with_fencing();
+  server_->command({"SET", lock.own_fence_key("unmoved"), "777"});
+  auto status = redis_.process(lease_status(lock, std::string("unmoved")));
+  ASSERT_TRUE(status.fence);
+  EXPECT_EQ(*status.fence, 777u);
+  auto token = redis_.process(lock.try_lock("unmoved"));
+  ASSERT_TRUE(token);
+  status = redis_.process(lease_status(lock, std::string("unmoved")));
+  EXPECT_EQ(status.fence, token->fence());
+  ASSERT_TRUE(redis_.process(token->release()));
+}
+
+// 100 000 fenced names, each granted once: at most one counter per slot (16 384), where the
+// per-name layout left 100 000.
+TEST_F(FenceCounterTest, ManyFencedNamesLeaveAtMostOneCounterPerSlot) {
+  const std::string prefix = "many-" + std::to_string(unique_number());
+  const Lock<std::string> lock = Lock<std::string>{"names", 60s, prefix}.with_fencing();
+  constexpr int kNames = 100'000;
+  std::set<std::uint16_t> slots;
+  for (int start = 0; start < kNames; start += 10'000) {
+    std::vector<TryLock<Lock<std::string>>> batch;
+    for (int n = start; n < start + 10'000; ++n) {
+      batch.push_back(lock.try_lock(std::to_string(n)));
+      slots.insert(key_slot(lock.key(std::to_string(n))));
+    }
+    for (auto& granted : redis_.process(batch))
+      ASSERT_TRUE(granted.value());
+  }
+  std::size_t counters = 0;
+  std::string cursor = "0";
+  do {
+    const Reply page =
+        server_->command({"SCAN", cursor, "MATCH", prefix + ":Fences{*", "COUNT", "10000"});
+    cursor = page.elements.at(0).str;
+    counters += page.elements.at(1).elements.size();
+  } while (cursor != "0");
+  EXPECT_EQ(counters, slots.size());
+  EXPECT_LE(counters, std::size_t{kClusterSlots});
+  EXPECT_EQ(server_->command({"EXISTS", lock.own_fence_key("0")}).integer, 0);
+  RecordProperty("fence_counters", static_cast<int>(counters));
+  std::cout << kNames << " fenced names: " << counters << " fence counters\n";
+}
+
+}  // namespace
+}  // namespace leasehold
