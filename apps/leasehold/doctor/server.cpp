@@ -120,18 +120,22 @@ Finding eviction_finding(Client& client, const ServerFacts& facts) {
   if (!policy) {
     return {"maxmemory-policy", Level::warning,
             "maxmemory-policy: could not be checked (" + why +
-                "); make sure it is noeviction: any other policy may evict held leases"};
+                "); make sure it is noeviction: any other policy may evict held leases or fence "
+                "counters"};
   }
   if (*policy == "noeviction") {
     return {"maxmemory-policy", Level::ok,
             "maxmemory-policy is noeviction: held leases are never evicted (a full Redis "
             "refuses new ones instead)"};
   }
-  // volatile-* evicts keys with a TTL, and every lease has one.
-  const std::string why_evicted =
-      policy->starts_with("volatile-") ? " (every lease has a TTL)" : "";
+  // volatile-* evicts keys with a TTL, and every lease has one; allkeys-* fence counters too,
+  // which have none (an evicted counter starts again at 1).
+  const std::string what_evicted =
+      policy->starts_with("volatile-")
+          ? "held leases (every lease has a TTL)"
+          : "held leases and fence counters (fences would start again at 1)";
   return {"maxmemory-policy", Level::problem,
-          "maxmemory-policy is " + *policy + ": Redis may evict held leases" + why_evicted +
+          "maxmemory-policy is " + *policy + ": Redis may evict " + what_evicted +
               "; set it to noeviction (CONFIG SET maxmemory-policy noeviction)"};
 }
 
