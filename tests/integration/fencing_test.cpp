@@ -1,4 +1,4 @@
-// Fencing numbers: an opt-in per-name counter incremented by each grant, in the lock's slot,
+// Fencing numbers: an opt-in counter of the name's hash slot incremented by each grant,
 // never expiring, strictly increasing in grant order.
 #include <gtest/gtest.h>
 
