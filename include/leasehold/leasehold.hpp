@@ -16,6 +16,7 @@
 #include "leasehold/lease.hpp"
 #include "leasehold/lease_guard.hpp"
 #include "leasehold/lock.hpp"
+#include "leasehold/lock_set.hpp"
 #include "leasehold/log.hpp"
 #include "leasehold/metrics.hpp"
 #include "leasehold/observer.hpp"

@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "leasehold/detail/fence_counters.hpp"
 #include "leasehold/detail/keys.hpp"
@@ -255,6 +256,11 @@ class BasicToken {
       return std::nullopt;
     return state_->fence;
   }
+
+  // A fenced lease on several names (lock_set.hpp): the fencing number of each name, in the
+  // order of LockSet::names() (fence() is the first's). Empty for a lease on one name, and when
+  // not fenced.
+  const std::vector<std::uint64_t>& fences() const noexcept { return state_->fences; }
 
   // Until when this process may act as the holder, by its own steady clock.
   Clock::time_point deadline() const noexcept { return state_->deadline(); }

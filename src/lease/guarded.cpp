@@ -27,7 +27,12 @@ const std::string& held_at_key(const detail::LeaseState& lease) {
 
 }  // namespace
 
-Guarded::Guarded(std::shared_ptr<const detail::LeaseState> lease) : lease_(std::move(lease)) {}
+Guarded::Guarded(std::shared_ptr<const detail::LeaseState> lease) : lease_(std::move(lease)) {
+  if (!lease_->more_keys.empty())
+    throw Error(make_error_code(errc::invalid_argument),
+                "a guarded write checks the lease of one name, and this token holds several (a "
+                "lock set): guard the write with a token of one name");
+}
 
 Guarded& Guarded::call(std::initializer_list<std::string_view> args) {
   if (args.size() < 2)

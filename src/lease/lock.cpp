@@ -120,6 +120,8 @@ Request lease_request(const LeaseState& state, bool extend) {
   const LeaseKind& kind = state.kind != nullptr ? *state.kind : kLockLease;
   if (!extend && kind.release_request != nullptr)
     return kind.release_request(state);
+  if (extend && kind.extend_request != nullptr)
+    return kind.extend_request(state);
   const DecimalDigits ttl(extend ? state.ttl.count() : 0);  // a release sends no TTL
   const std::string_view args[] = {state.value, ttl.view()};
   const std::string_view keys[] = {state.key, state.second_key};

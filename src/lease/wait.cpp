@@ -116,6 +116,10 @@ class TurnWaiter final : public TurnWaitHandle, public std::enable_shared_from_t
     ticket_.grace = wait_.options.grace;
     if (!wait_.holder_label.empty())
       ticket_.holder = holder_suffix(wait_.holder_label);
+    if (wait_.id)
+      ticket_.id = *wait_.id;
+    if (wait_.holder)
+      ticket_.holder = *wait_.holder;
     return ticket_;
   }
 

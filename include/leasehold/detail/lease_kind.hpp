@@ -32,6 +32,9 @@ struct LeaseKind {
   const Script& (*extend)();
   Request (*release_request)(const LeaseState& state) = nullptr;
   HeldAt held_at = HeldAt::key_value;
+  // The extend's request, for a kind whose extend takes more than the key, the second key, the
+  // value and the TTL (a lease on several names); null: built from those.
+  Request (*extend_request)(const LeaseState& state) = nullptr;
 };
 
 // An acquire granted after its own deadline does not count as held: it is an unknown outcome,

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "leasehold/clock.hpp"
 #include "leasehold/error.hpp"
@@ -62,6 +63,11 @@ struct LeaseState {
   Clock::time_point granted_at;
   // The fencing number of a fenced acquire (>= 1), 0 for none. Set before the state is shared.
   std::uint64_t fence = 0;
+  // A lease on several names (lock_set.hpp): the keys after `key`, and (fenced) the fencing
+  // number of each key, `key`'s first. Empty for a lease on one name. Set before the state is
+  // shared.
+  std::vector<std::string> more_keys;
+  std::vector<std::uint64_t> fences;
 };
 
 // Checks done where a TTL is given; in a constant expression a bad TTL is a compile error.

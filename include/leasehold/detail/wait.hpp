@@ -29,6 +29,10 @@ struct TurnWait {
   Clock::time_point deadline;
   WaitOptions options;
   std::string holder_label{};
+  // The lease's id and holder suffix (holder.hpp) when the wait is one step of a lease on several
+  // names, whose keys all hold one value; by default a fresh id and this process's holder.
+  std::optional<LeaseId> id{};
+  std::optional<std::string> holder{};
 };
 
 // A wait in progress. cancel() (from any thread) ends it with operation_aborted, at once; the

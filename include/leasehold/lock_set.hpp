@@ -1,0 +1,241 @@
+// Several names of one Lock taken as one lease: an order's SKUs, a set of entity ids.
+//
+//   const leasehold::LockSet<std::string> skus(stock, {"sku-7", "sku-3", "sku-7"});
+//   if (auto token = redis.process(skus.try_lock())) {        // all of them, or none
+//     ... token->fences()[i] is the fence of skus.names()[i] (a fenced lock)
+//     redis.process(token->release());                         // every name
+//   }
+//   auto token = leasehold::lock_set_until(redis, skus, deadline);   // waits in turn
+//
+// One token, one lease value in every key: extend() and release() cover every name (one script),
+// while_held and KeepAlive keep them all, and the lease is lost when any name is lost (the
+// extend that finds one gone gives back the others). The names are taken without duplicates and
+// in one order (by hash slot, then key), all in one script: on a single server any names, on a
+// Redis Cluster names whose keys share a slot (an unfenced Lock's names with a common
+// {hash tag}); keys of several slots are refused with errc::cross_slot. See docs/locks.md,
+// "Several names at once".
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "leasehold/client.hpp"
+#include "leasehold/detail/fence_counters.hpp"
+#include "leasehold/detail/lease_kind.hpp"
+#include "leasehold/detail/lock.hpp"
+#include "leasehold/detail/report.hpp"
+#include "leasehold/detail/wait.hpp"
+#include "leasehold/lock.hpp"
+#include "leasehold/query.hpp"
+#include "leasehold/slot.hpp"
+#include "leasehold/turn.hpp"
+
+namespace leasehold {
+
+namespace detail {
+
+// What a try of a lock set found: the lease on every name, or the place in the set of the first
+// name another lease holds.
+struct LockSetTried {
+  std::shared_ptr<LeaseState> lease;
+  std::size_t busy = 0;
+};
+
+// The try of a lock set (lock_set_try.lua): one script over every key. Retry-safe (a rerun
+// finds its own keys); an unknown outcome gives back every key the try may have taken.
+class LockSetTry {
+ public:
+  using result_type = LockSetTried;
+
+  LockSetTry(std::vector<std::string> keys, std::optional<std::vector<FenceCounters>> fences,
+             std::chrono::milliseconds ttl);
+
+  const std::vector<std::string>& keys() const noexcept { return keys_; }
+  const LeaseId& id() const noexcept { return id_; }
+  const std::string& holder() const noexcept { return holder_; }
+  const std::string& value() const noexcept { return value_; }
+
+  Request request() const;
+  Result<result_type> parse(const Reply& reply, const Timing& timing) const;
+  std::optional<Request> on_unknown_outcome() const;
+
+ private:
+  std::vector<std::string> keys_;
+  std::optional<std::vector<FenceCounters>> fences_;
+  std::chrono::milliseconds ttl_;
+  LeaseId id_;
+  std::string holder_;
+  std::string value_;
+};
+
+// `names` with their keys (key_of(name)), without duplicate keys, ordered by hash slot, then key.
+template <class N, class KeyOf>
+std::pair<std::vector<N>, std::vector<std::string>> ordered_names(std::span<const N> names,
+                                                                  KeyOf key_of) {
+  std::vector<std::pair<std::string, const N*>> keyed;
+  keyed.reserve(names.size());
+  for (const N& name : names)
+    keyed.emplace_back(key_of(name), &name);
+  std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
+    const auto a_slot = key_slot(a.first), b_slot = key_slot(b.first);
+    return a_slot != b_slot ? a_slot < b_slot : a.first < b.first;
+  });
+  keyed.erase(std::unique(keyed.begin(), keyed.end(),
+                          [](const auto& a, const auto& b) { return a.first == b.first; }),
+              keyed.end());
+  std::pair<std::vector<N>, std::vector<std::string>> out;
+  for (auto& [key, name] : keyed) {
+    out.first.push_back(*name);
+    out.second.push_back(std::move(key));
+  }
+  return out;
+}
+
+void validate_lock_set_size(std::size_t names);
+
+}  // namespace detail
+
+template <class L>
+class TryLockSet;
+
+template <LockNameType N>
+class LockSet {
+ public:
+  using name_type = N;
+
+  // At least one name, at most 1 000 (after duplicates are removed); throws
+  // Error(errc::invalid_argument) otherwise.
+  LockSet(const Lock<N>& lock, std::span<const N> names) : lock_(lock) {
+    auto [ordered, keys] =
+        detail::ordered_names<N>(names, [&lock](const N& name) { return lock.key(name); });
+    detail::validate_lock_set_size(ordered.size());
+    names_ = std::move(ordered);
+    keys_ = std::move(keys);
+  }
+  LockSet(const Lock<N>& lock, std::initializer_list<N> names)
+      : LockSet(lock, std::span<const N>(names.begin(), names.size())) {}
+
+  const Lock<N>& lock() const noexcept { return lock_; }
+  // The names without duplicates, in the order they are taken (by hash slot, then key): the
+  // order of a token's fences().
+  const std::vector<N>& names() const noexcept { return names_; }
+  const std::vector<std::string>& keys() const noexcept { return keys_; }
+
+  // A query yielding std::optional<LockToken<LockSet>>: a token if this call took every name,
+  // nothing if another lease holds any of them (and then nothing was taken). Never waits.
+  TryLockSet<LockSet> try_lock() const { return TryLockSet<LockSet>(attempt()); }
+
+  // The try itself, for a wait (lock_set_until).
+  detail::LockSetTry attempt() const {
+    std::optional<std::vector<detail::FenceCounters>> fences;
+    if (lock_.fencing()) {
+      fences.emplace();
+      for (std::size_t i = 0; i < names_.size(); ++i)
+        fences->push_back(
+            detail::fence_counters(lock_.prefix(), keys_[i], lock_.own_fence_key(names_[i])));
+    }
+    return detail::LockSetTry(keys_, std::move(fences), lock_.ttl());
+  }
+
+ private:
+  Lock<N> lock_;
+  std::vector<N> names_;
+  std::vector<std::string> keys_;
+};
+
+template <class L>
+class TryLockSet {
+ public:
+  using result_type = std::optional<LockToken<L>>;
+  using effect = Write<L>;
+
+  explicit TryLockSet(detail::LockSetTry attempt) : attempt_(std::move(attempt)) {}
+
+  Request request() const { return attempt_.request(); }
+  Result<result_type> parse(const Reply& reply, const Timing& timing) const {
+    Result<detail::LockSetTried> tried = attempt_.parse(reply, timing);
+    if (!tried)
+      return Result<result_type>(tried.error(), tried.detail());
+    if (!tried->lease)
+      return result_type{};
+    return result_type{detail::TokenAccess::make<LockToken<L>>(std::move(tried->lease))};
+  }
+  std::optional<Request> on_unknown_outcome() const { return attempt_.on_unknown_outcome(); }
+  void report(Observer& observer, const Result<result_type>& outcome,
+              const Timing& timing) const noexcept {
+    detail::report_try(observer, attempt_.keys().front(), outcome, timing);
+  }
+
+ private:
+  detail::LockSetTry attempt_;
+};
+
+// Waits in turn until this process holds every name of `set` as one lease, or until `deadline`
+// (or `stop`): the token, or nothing. It never waits holding a name: when a name is busy it
+// gives back what it took and waits in turn for that name alone (its queue, told of releases
+// as lock_until is), then tries the whole set again with it. So two sets that share names
+// never deadlock, whatever order their names were given in. Throws Error as lock_until does.
+// Not on the client's I/O thread.
+template <LockNameType N>
+std::optional<LockToken<LockSet<N>>> lock_set_until(Client& client, const LockSet<N>& set,
+                                                    Clock::time_point deadline,
+                                                    WaitOptions options = {},
+                                                    std::stop_token stop = {}) {
+  detail::check_not_io_thread(client, "lock_set_until");
+  detail::validate(options);
+  const detail::LockSetTry attempt = set.attempt();
+  for (;;) {
+    detail::LockSetTried tried = client.process(attempt);
+    if (tried.lease)
+      return detail::TokenAccess::make<LockToken<LockSet<N>>>(std::move(tried.lease));
+    if (stop.stop_requested() || Clock::now() >= deadline)
+      return std::nullopt;
+    const N& busy = set.names()[tried.busy];
+    const Lock<N>& lock = set.lock();
+    detail::TurnWait wait{
+        detail::lock_turn(
+            set.keys()[tried.busy], lock.ttl(),
+            lock.fencing() ? std::optional<detail::FenceCounters>(detail::fence_counters(
+                                 lock.prefix(), set.keys()[tried.busy], lock.own_fence_key(busy)))
+                           : std::nullopt),
+        deadline, options};
+    wait.id = attempt.id();
+    wait.holder = attempt.holder();
+    std::optional<LockToken<Lock<N>>> one =
+        detail::wait_in_turn<LockToken<Lock<N>>>(client, std::move(wait), stop);
+    if (!one)
+      return std::nullopt;
+    try {
+      tried = client.process(attempt);
+    } catch (...) {
+      std::error_code ignored;  // best effort: the lease runs out at its TTL otherwise
+      client.process(one->release(), ignored);
+      throw;
+    }
+    if (tried.lease)
+      return detail::TokenAccess::make<LockToken<LockSet<N>>>(std::move(tried.lease));
+    client.process(one->release());  // give it back, then wait for the busy one
+  }
+}
+
+template <LockNameType N, class Rep, class Period>
+std::optional<LockToken<LockSet<N>>> lock_set_for(Client& client, const LockSet<N>& set,
+                                                  std::chrono::duration<Rep, Period> timeout,
+                                                  WaitOptions options = {},
+                                                  std::stop_token stop = {}) {
+  return lock_set_until(client, set,
+                        Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout),
+                        options, std::move(stop));
+}
+
+}  // namespace leasehold
