@@ -1,6 +1,7 @@
-// Several names of one Lock taken as one lease: an order's SKUs, a set of entity ids.
+// Several names of one Lock (or of an RwLock's writers) taken as one lease: an order's SKUs, a
+// set of entity ids.
 //
-//   const leasehold::LockSet<std::string> skus(stock, {"sku-7", "sku-3", "sku-7"});
+//   const leasehold::LockSet skus(stock, {"sku-7", "sku-3", "sku-7"});   // a Lock<std::string>
 //   if (auto token = redis.process(skus.try_lock())) {        // all of them, or none
 //     ... token->fences()[i] is the fence of skus.names()[i] (a fenced lock)
 //     redis.process(token->release());                         // every name
@@ -26,17 +27,20 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "leasehold/client.hpp"
 #include "leasehold/detail/fence_counters.hpp"
+#include "leasehold/detail/keys.hpp"
 #include "leasehold/detail/lease_kind.hpp"
 #include "leasehold/detail/lock.hpp"
 #include "leasehold/detail/report.hpp"
 #include "leasehold/detail/wait.hpp"
 #include "leasehold/lock.hpp"
 #include "leasehold/query.hpp"
+#include "leasehold/rwlock.hpp"
 #include "leasehold/slot.hpp"
 #include "leasehold/turn.hpp"
 
@@ -51,16 +55,26 @@ struct LockSetTried {
   std::size_t busy = 0;
 };
 
-// The try of a lock set (lock_set_try.lua): one script over every key. Retry-safe (a rerun
-// finds its own keys); an unknown outcome gives back every key the try may have taken.
+// The keys of a lock set, in the set's order: a Lock's keys, or an RwLock's writer keys with
+// each name's readers' set, queue and tickets.
+struct LockSetKeys {
+  std::vector<std::string> leases;
+  std::vector<std::string> readers;  // an RwLock's; empty for a Lock
+  std::vector<std::string> queues;
+  std::vector<std::string> tickets;
+};
+
+// The try of a lock set (lock_set_try.lua, rw_set_try.lua): one script over every key.
+// Retry-safe (a rerun finds its own keys); an unknown outcome gives back every key the try may
+// have taken.
 class LockSetTry {
  public:
   using result_type = LockSetTried;
 
-  LockSetTry(std::vector<std::string> keys, std::optional<std::vector<FenceCounters>> fences,
+  LockSetTry(LockSetKeys keys, std::optional<std::vector<FenceCounters>> fences,
              std::chrono::milliseconds ttl);
 
-  const std::vector<std::string>& keys() const noexcept { return keys_; }
+  const std::vector<std::string>& keys() const noexcept { return keys_.leases; }
   const LeaseId& id() const noexcept { return id_; }
   const std::string& holder() const noexcept { return holder_; }
   const std::string& value() const noexcept { return value_; }
@@ -70,7 +84,9 @@ class LockSetTry {
   std::optional<Request> on_unknown_outcome() const;
 
  private:
-  std::vector<std::string> keys_;
+  bool writers() const noexcept { return !keys_.readers.empty(); }
+
+  LockSetKeys keys_;
   std::optional<std::vector<FenceCounters>> fences_;
   std::chrono::milliseconds ttl_;
   LeaseId id_;
@@ -108,27 +124,31 @@ void validate_lock_set_size(std::size_t names);
 template <class L>
 class TryLockSet;
 
-template <LockNameType N>
+// L: Lock<N>, or RwLock<N> for the writer's lease of each name.
+template <class L>
 class LockSet {
  public:
-  using name_type = N;
+  using lock_type = L;
+  using name_type = typename L::name_type;
+  static constexpr bool kWriters = std::is_same_v<L, RwLock<name_type>>;
 
   // At least one name, at most 1 000 (after duplicates are removed); throws
   // Error(errc::invalid_argument) otherwise.
-  LockSet(const Lock<N>& lock, std::span<const N> names) : lock_(lock) {
-    auto [ordered, keys] =
-        detail::ordered_names<N>(names, [&lock](const N& name) { return lock.key(name); });
+  LockSet(const L& lock, std::span<const name_type> names) : lock_(lock) {
+    auto [ordered, keys] = detail::ordered_names<name_type>(
+        names, [&lock](const name_type& name) { return lease_key(lock, name); });
     detail::validate_lock_set_size(ordered.size());
     names_ = std::move(ordered);
     keys_ = std::move(keys);
   }
-  LockSet(const Lock<N>& lock, std::initializer_list<N> names)
-      : LockSet(lock, std::span<const N>(names.begin(), names.size())) {}
+  LockSet(const L& lock, std::initializer_list<name_type> names)
+      : LockSet(lock, std::span<const name_type>(names.begin(), names.size())) {}
 
-  const Lock<N>& lock() const noexcept { return lock_; }
+  const L& lock() const noexcept { return lock_; }
   // The names without duplicates, in the order they are taken (by hash slot, then key): the
   // order of a token's fences().
-  const std::vector<N>& names() const noexcept { return names_; }
+  const std::vector<name_type>& names() const noexcept { return names_; }
+  // Each name's lease key: a Lock's key, an RwLock's writer key.
   const std::vector<std::string>& keys() const noexcept { return keys_; }
 
   // A query yielding std::optional<LockToken<LockSet>>: a token if this call took every name,
@@ -137,21 +157,48 @@ class LockSet {
 
   // The try itself, for a wait (lock_set_until).
   detail::LockSetTry attempt() const {
+    detail::LockSetKeys keys{keys_, {}, {}, {}};
     std::optional<std::vector<detail::FenceCounters>> fences;
-    if (lock_.fencing()) {
+    if (lock_.fencing())
       fences.emplace();
-      for (std::size_t i = 0; i < names_.size(); ++i)
+    for (std::size_t i = 0; i < names_.size(); ++i) {
+      if constexpr (kWriters) {
+        keys.readers.push_back(lock_.readers_key(names_[i]));
+        keys.queues.push_back(detail::queue_key(keys_[i]));
+        keys.tickets.push_back(detail::tickets_key(keys_[i]));
+      }
+      if (fences)
         fences->push_back(
             detail::fence_counters(lock_.prefix(), keys_[i], lock_.own_fence_key(names_[i])));
     }
-    return detail::LockSetTry(keys_, std::move(fences), lock_.ttl());
+    return detail::LockSetTry(std::move(keys), std::move(fences), lock_.ttl());
+  }
+
+  // The wait in turn for one name's lease alone, for lock_set_until.
+  InTurn<LockToken<L>> in_turn(const name_type& name) const {
+    if constexpr (kWriters)
+      return lock_.write_in_turn(name);
+    else
+      return lock_.in_turn(name);
   }
 
  private:
-  Lock<N> lock_;
-  std::vector<N> names_;
+  static std::string lease_key(const L& lock, const name_type& name) {
+    if constexpr (kWriters)
+      return lock.writer_key(name);
+    else
+      return lock.key(name);
+  }
+
+  L lock_;
+  std::vector<name_type> names_;
   std::vector<std::string> keys_;
 };
+
+template <class L>
+LockSet(const L&, std::initializer_list<typename L::name_type>) -> LockSet<L>;
+template <class L>
+LockSet(const L&, std::span<const typename L::name_type>) -> LockSet<L>;
 
 template <class L>
 class TryLockSet {
@@ -186,8 +233,8 @@ class TryLockSet {
 // as lock_until is), then tries the whole set again with it. So two sets that share names
 // never deadlock, whatever order their names were given in. Throws Error as lock_until does.
 // Not on the client's I/O thread.
-template <LockNameType N>
-std::optional<LockToken<LockSet<N>>> lock_set_until(Client& client, const LockSet<N>& set,
+template <class L>
+std::optional<LockToken<LockSet<L>>> lock_set_until(Client& client, const LockSet<L>& set,
                                                     Clock::time_point deadline,
                                                     WaitOptions options = {},
                                                     std::stop_token stop = {}) {
@@ -197,22 +244,15 @@ std::optional<LockToken<LockSet<N>>> lock_set_until(Client& client, const LockSe
   for (;;) {
     detail::LockSetTried tried = client.process(attempt);
     if (tried.lease)
-      return detail::TokenAccess::make<LockToken<LockSet<N>>>(std::move(tried.lease));
+      return detail::TokenAccess::make<LockToken<LockSet<L>>>(std::move(tried.lease));
     if (stop.stop_requested() || Clock::now() >= deadline)
       return std::nullopt;
-    const N& busy = set.names()[tried.busy];
-    const Lock<N>& lock = set.lock();
-    detail::TurnWait wait{
-        detail::lock_turn(
-            set.keys()[tried.busy], lock.ttl(),
-            lock.fencing() ? std::optional<detail::FenceCounters>(detail::fence_counters(
-                                 lock.prefix(), set.keys()[tried.busy], lock.own_fence_key(busy)))
-                           : std::nullopt),
-        deadline, options};
+    detail::TurnWait wait{detail::TurnAccess::contract(set.in_turn(set.names()[tried.busy])),
+                          deadline, options};
     wait.id = attempt.id();
     wait.holder = attempt.holder();
-    std::optional<LockToken<Lock<N>>> one =
-        detail::wait_in_turn<LockToken<Lock<N>>>(client, std::move(wait), stop);
+    std::optional<LockToken<L>> one =
+        detail::wait_in_turn<LockToken<L>>(client, std::move(wait), stop);
     if (!one)
       return std::nullopt;
     try {
@@ -223,13 +263,13 @@ std::optional<LockToken<LockSet<N>>> lock_set_until(Client& client, const LockSe
       throw;
     }
     if (tried.lease)
-      return detail::TokenAccess::make<LockToken<LockSet<N>>>(std::move(tried.lease));
+      return detail::TokenAccess::make<LockToken<LockSet<L>>>(std::move(tried.lease));
     client.process(one->release());  // give it back, then wait for the busy one
   }
 }
 
-template <LockNameType N, class Rep, class Period>
-std::optional<LockToken<LockSet<N>>> lock_set_for(Client& client, const LockSet<N>& set,
+template <class L, class Rep, class Period>
+std::optional<LockToken<LockSet<L>>> lock_set_for(Client& client, const LockSet<L>& set,
                                                   std::chrono::duration<Rep, Period> timeout,
                                                   WaitOptions options = {},
                                                   std::stop_token stop = {}) {

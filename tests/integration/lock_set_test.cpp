@@ -31,7 +31,7 @@ class LockSetTest : public testing::SharedServerTest {
 
 TEST_F(LockSetTest, TakesEveryNameOrNone) {
   constexpr Lock<std::string> lock{"set-all", 10s};
-  const LockSet<std::string> set(lock, {"c", "a", "b"});
+  const LockSet<Lock<std::string>> set(lock, {"c", "a", "b"});
   auto other = redis_.process(lock.try_lock("b"));
   ASSERT_TRUE(other);
   EXPECT_FALSE(redis_.process(set.try_lock()));
@@ -55,15 +55,15 @@ TEST_F(LockSetTest, TakesEveryNameOrNone) {
 
 TEST_F(LockSetTest, NamesAreTakenOnceEachInOneOrderWhateverTheirOrderGiven) {
   constexpr Lock<std::string> lock{"set-order", 10s};
-  const LockSet<std::string> forward(lock, {"a", "b", "c", "b", "a"});
-  const LockSet<std::string> backward(lock, {"c", "b", "a"});
+  const LockSet<Lock<std::string>> forward(lock, {"a", "b", "c", "b", "a"});
+  const LockSet<Lock<std::string>> backward(lock, {"c", "b", "a"});
   EXPECT_EQ(forward.names().size(), 3u);
   EXPECT_EQ(forward.names(), backward.names());
   EXPECT_EQ(forward.keys(), backward.keys());
   for (std::size_t i = 1; i < forward.keys().size(); ++i)
     EXPECT_LE(key_slot(forward.keys()[i - 1]), key_slot(forward.keys()[i]));
   const std::vector<std::string> none;
-  EXPECT_THROW(LockSet<std::string>(lock, std::span<const std::string>(none)), Error);
+  EXPECT_THROW(LockSet<Lock<std::string>>(lock, std::span<const std::string>(none)), Error);
 }
 
 TEST_F(LockSetTest, AFencedSetGetsAFenceForEachNameLargerThanItsLastHolders) {
@@ -75,7 +75,7 @@ TEST_F(LockSetTest, AFencedSetGetsAFenceForEachNameLargerThanItsLastHolders) {
     last[name] = *single->fence();
     ASSERT_TRUE(redis_.process(single->release()));
   }
-  const LockSet<std::string> set(lock, {"y", "x", "z"});
+  const LockSet<Lock<std::string>> set(lock, {"y", "x", "z"});
   auto token = redis_.process(set.try_lock());
   ASSERT_TRUE(token);
   ASSERT_EQ(token->fences().size(), 3u);
@@ -94,7 +94,7 @@ TEST_F(LockSetTest, AFencedSetGetsAFenceForEachNameLargerThanItsLastHolders) {
 
 TEST_F(LockSetTest, ExtendCoversEveryNameAndALostNameLosesTheLeaseAndGivesBackTheOthers) {
   constexpr Lock<std::string> lock{"set-extend", 2s};
-  const LockSet<std::string> set(lock, {"p", "q", "r"});
+  const LockSet<Lock<std::string>> set(lock, {"p", "q", "r"});
   auto token = redis_.process(set.try_lock());
   ASSERT_TRUE(token);
   server_->command({"PEXPIRE", lock.key("q"), "100"});
@@ -109,7 +109,7 @@ TEST_F(LockSetTest, ExtendCoversEveryNameAndALostNameLosesTheLeaseAndGivesBackTh
 
 TEST_F(LockSetTest, WhileHeldKeepsEveryName) {
   constexpr Lock<std::string> lock{"set-held", 300ms};
-  const LockSet<std::string> set(lock, {"m", "n"});
+  const LockSet<Lock<std::string>> set(lock, {"m", "n"});
   auto token = redis_.process(set.try_lock());
   ASSERT_TRUE(token);
   auto held = while_held(redis_, *token, [&](std::stop_token) {
@@ -123,7 +123,7 @@ TEST_F(LockSetTest, WhileHeldKeepsEveryName) {
 
 TEST_F(LockSetTest, AGuardedWriteRefusesASetsToken) {
   constexpr Lock<std::string> lock{"set-guarded", 10s};
-  const LockSet<std::string> set(lock, {"g", "h"});
+  const LockSet<Lock<std::string>> set(lock, {"g", "h"});
   auto token = redis_.process(set.try_lock());
   ASSERT_TRUE(token);
   EXPECT_THROW(guarded(*token), Error);
@@ -134,10 +134,10 @@ TEST_F(LockSetTest, AGuardedWriteRefusesASetsToken) {
 // name when it is released.
 TEST_F(LockSetTest, AWaitHoldsNoNameWhileItWaits) {
   constexpr auto lock = Lock<std::string>{"set-wait", 10s}.with_fencing();
-  const LockSet<std::string> set(lock, {"free-1", "busy", "free-2"});
+  const LockSet<Lock<std::string>> set(lock, {"free-1", "busy", "free-2"});
   auto holder = redis_.process(lock.try_lock("busy"));
   ASSERT_TRUE(holder);
-  std::optional<LockToken<LockSet<std::string>>> token;
+  std::optional<LockToken<LockSet<Lock<std::string>>>> token;
   std::thread waiter([&] { token = lock_set_until(redis_, set, Clock::now() + 10s); });
   const std::string queue = detail::queue_key(lock.key("busy"));
   ASSERT_TRUE(eventually([&] { return server_->command({"ZCARD", queue}).integer == 1; }, 5s));
@@ -154,11 +154,11 @@ TEST_F(LockSetTest, AWaitHoldsNoNameWhileItWaits) {
 
 TEST_F(LockSetTest, AStoppedWaitLeavesNoKeyAndNoPlaceBehind) {
   constexpr Lock<std::string> lock{"set-stop", 10s};
-  const LockSet<std::string> set(lock, {"one", "two", "three"});
+  const LockSet<Lock<std::string>> set(lock, {"one", "two", "three"});
   auto holder = redis_.process(lock.try_lock("two"));
   ASSERT_TRUE(holder);
   std::stop_source stop;
-  std::optional<LockToken<LockSet<std::string>>> token;
+  std::optional<LockToken<LockSet<Lock<std::string>>>> token;
   std::thread waiter(
       [&] { token = lock_set_until(redis_, set, Clock::now() + 10s, {}, stop.get_token()); });
   const std::string queue = detail::queue_key(lock.key("two"));
@@ -176,6 +176,41 @@ TEST_F(LockSetTest, AStoppedWaitLeavesNoKeyAndNoPlaceBehind) {
   EXPECT_FALSE(lock_set_for(redis_, set, 200ms));
   EXPECT_EQ(exists(lock.key("one")) + exists(lock.key("three")), 0);
   EXPECT_TRUE(redis_.process(again->release()));
+}
+
+// An RwLock's writers: a set is the writer of every name, or of none; a live reader of one name
+// keeps the whole set out, and a wait takes the set once that reader is gone.
+TEST_F(LockSetTest, AnRwLockWriterSetWaitsForTheReadersOfItsNames) {
+  constexpr auto lock = RwLock<std::string>{"set-rw", 10s}.with_fencing();
+  const LockSet set(lock, {"w2", "w1"});
+  static_assert(std::is_same_v<decltype(set), const LockSet<RwLock<std::string>>>);
+  auto reader = redis_.process(lock.try_read("w2"));
+  ASSERT_TRUE(reader);
+  EXPECT_FALSE(redis_.process(set.try_lock()));
+  EXPECT_EQ(exists(lock.writer_key("w1")), 0) << "nothing taken";
+
+  std::optional<LockToken<LockSet<RwLock<std::string>>>> token;
+  std::thread waiter([&] { token = lock_set_until(redis_, set, Clock::now() + 10s); });
+  const std::string queue = detail::queue_key(lock.writer_key("w2"));
+  ASSERT_TRUE(eventually([&] { return server_->command({"ZCARD", queue}).integer == 1; }, 5s));
+  EXPECT_EQ(exists(lock.writer_key("w1")), 0) << "a waiter holds nothing";
+  ASSERT_TRUE(redis_.process(reader->release()));
+  waiter.join();
+  ASSERT_TRUE(token);
+  ASSERT_EQ(token->fences().size(), 2u);
+  for (const std::string& name : set.names()) {
+    EXPECT_EQ(get(lock.writer_key(name)), token->value()) << name;
+    EXPECT_FALSE(redis_.process(lock.try_read(name))) << name;
+    EXPECT_FALSE(redis_.process(lock.try_write(name))) << name;
+  }
+  ASSERT_TRUE(redis_.process(token->extend()));
+  EXPECT_TRUE(redis_.process(token->release()));
+  for (const std::string& name : set.names())
+    EXPECT_EQ(exists(lock.writer_key(name)), 0) << name;
+  auto next = redis_.process(lock.try_write("w1"));
+  ASSERT_TRUE(next && next->fence());
+  EXPECT_GT(*next->fence(), token->fences()[set.names()[0] == "w1" ? 0 : 1]);
+  ASSERT_TRUE(redis_.process(next->release()));
 }
 
 // Threads take overlapping sets of 2 to 5 of 6 names, each given in its own random order: every
@@ -197,7 +232,7 @@ TEST_F(LockSetTest, OverlappingSetsInOppositeOrdersNeverDeadlockAndNeverOverlap)
         std::vector<std::string> names = all;
         std::shuffle(names.begin(), names.end(), random);
         names.resize(2 + random() % 4);
-        const LockSet<std::string> set(lock, std::span<const std::string>(names));
+        const LockSet<Lock<std::string>> set(lock, std::span<const std::string>(names));
         auto token = lock_set_until(own, set, Clock::now() + 20s);
         ASSERT_TRUE(token) << "thread " << t << " round " << round;
         for (const std::string& name : set.names())

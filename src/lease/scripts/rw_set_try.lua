@@ -1,0 +1,37 @@
+-- An RwLock's try for the writer's lease of several names at once, as one lease (lock_set.hpp):
+-- all of them or none.
+-- KEYS[1..n] the writer keys, in the set's order, KEYS[n+1..2n] the readers' sets; a fenced
+-- lock's then KEYS[2n+1..3n] the fence counter of each key's slot and KEYS[3n+1..4n] each name's
+-- own counter of the per-name layout (fence_grant.lua). ARGV[1] the lease's value, ARGV[2] its
+-- TTL in ms, ARGV[3] n.
+-- Reply: {1, fence of each name (0 when not fenced)} if the lease is the writer of every name
+-- now, each with the whole TTL; {0, i} if the i-th name (1-based) has another writer or a live
+-- reader: nothing was taken. A name whose writer is this lease already (taken in turn, or a
+-- retry) counts as taken: its TTL restarts with the others', and it reports the counter's fence.
+-- Like a single try, a free name is taken ahead of its queued waiters; readers whose lease ended
+-- are pruned first.
+--! include fence_grant.lua
+local n = tonumber(ARGV[3])
+local fenced = #KEYS == 4 * n
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local writers = {}
+for i = 1, n do
+  writers[i] = redis.call('GET', KEYS[i])
+  if writers[i] and writers[i] ~= ARGV[1] then return {0, i} end
+  redis.call('ZREMRANGEBYSCORE', KEYS[n + i], '-inf', now)
+  if redis.call('EXISTS', KEYS[n + i]) == 1 then return {0, i} end
+end
+local reply = {1}
+for i = 1, n do
+  local fence = 0
+  if writers[i] then
+    redis.call('PEXPIRE', KEYS[i], ARGV[2])
+    if fenced then fence = current_fence(KEYS[2 * n + i]) end
+  else
+    redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+    if fenced then fence = next_fence(KEYS[2 * n + i], KEYS[3 * n + i]) end
+  end
+  reply[i + 1] = fence
+end
+return reply
