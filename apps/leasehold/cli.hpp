@@ -133,7 +133,8 @@ int report_spawn_failure(const std::string& program, int error);
 // the lock of another client's key (--raw-key).
 struct TakeOptions {
   std::string name;
-  std::optional<std::string> raw_key;  // instead of NAME: this key, as other clients lock it
+  std::vector<std::string> more_names;  // run's NAMEs after the first: one lease on them all
+  std::optional<std::string> raw_key;   // instead of NAME: this key, as other clients lock it
   bool shared = false;
   std::optional<std::uint32_t> limit;  // a counting semaphore of this many permits
   bool nonblock = false;
@@ -149,13 +150,16 @@ std::string lease_name(const TakeOptions& options);
 // A lease a command took, by the public tokens of its kind.
 struct HeldLease {
   using Lease = std::variant<LockToken<RwLock<std::string>>, ReadToken<RwLock<std::string>>,
-                             PermitToken<Semaphore<std::string>>, LockToken<RawLock>>;
+                             PermitToken<Semaphore<std::string>>, LockToken<RawLock>,
+                             LockToken<LockSet<RwLock<std::string>>>>;
   template <class Token>
   explicit HeldLease(Token token) : lease(std::move(token)) {}
 
   std::string token() const;  // its id's 32 hex digits: what LEASEHOLD_TOKEN holds
   std::string key() const;
   std::optional<std::uint64_t> fence() const;
+  // Several names' lease: each name and its fence, in the order they were given.
+  std::vector<std::pair<std::string, std::uint64_t>> fences;
   std::string kind(const TakeOptions& options) const;  // "exclusive", "shared", ...
   // Keeps it alive from now on (released with the guard), with a hold budget (zero: none).
   LeaseGuard guard(Client& redis, std::chrono::milliseconds max_hold) &&;

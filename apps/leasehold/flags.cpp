@@ -27,8 +27,12 @@ CLI::Option* add_duration_to(CLI::App& command, const std::string& names, Target
 
 }  // namespace
 
-void on_parsed(CLI::App& command, Invocation& invocation, std::function<int()> action) {
-  command.callback([&invocation, action = std::move(action)] { invocation.action = action; });
+void on_parsed(CLI::App& command, Invocation& invocation, std::function<int()> action,
+               bool takes_words_after_separator) {
+  command.callback([&invocation, action = std::move(action), takes_words_after_separator] {
+    invocation.action = action;
+    invocation.takes_words_after_separator = takes_words_after_separator;
+  });
 }
 
 CLI::Option* add_duration(CLI::App& command, const std::string& names,

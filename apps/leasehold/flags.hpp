@@ -21,10 +21,19 @@ struct Invocation {
   // The first flag value refused while parsing (a bad duration). It is reported once CLI11 is
   // done, so that --help, CLI11's own usage errors and --verbose with --quiet take precedence.
   std::optional<UsageError> refused;
+  // The words after the first "--" of the command line, and whether there was one. A subcommand
+  // that takes them as its COMMAND, unparsed, while its positionals before "--" are names (run),
+  // sets takes_words_after_separator: the words before "--" are then parsed alone (main.cpp).
+  bool separated = false;
+  std::vector<std::string> after_separator;
+  bool takes_words_after_separator = false;
 };
 
-// Makes `action` the invocation's action when CLI11 parses `command`.
-void on_parsed(CLI::App& command, Invocation& invocation, std::function<int()> action);
+// Makes `action` the invocation's action when CLI11 parses `command`; with
+// `takes_words_after_separator`, the words after "--" are the action's
+// (Invocation::after_separator).
+void on_parsed(CLI::App& command, Invocation& invocation, std::function<int()> action,
+               bool takes_words_after_separator = false);
 
 // A duration flag (250ms, 30s, 1.5s, 5m, 1h), parsed into `target` while CLI11 parses; `target`
 // keeps its default when the flag is not given. A bad value becomes the invocation's `refused`.

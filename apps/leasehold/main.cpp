@@ -1,9 +1,11 @@
 // The leasehold command: a distributed flock(1), cron across hosts, and lease inspection.
 // docs/cli.md is its manual. Each subcommand's flags and action are in commands/.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include "commands/commands.hpp"
 #include "displayable.hpp"
@@ -62,6 +64,22 @@ std::string shown_failure(const CLI::App* app, const CLI::Error& error) {
   return shown;
 }
 
+// Whether the first `count` words of the command line parse as a run (which then takes the words
+// after "--" as its COMMAND). If not, the parse leaves nothing behind for the next one.
+bool parses_as_run(CLI::App& app, Invocation& invocation, int count, char** argv) {
+  try {
+    app.parse(count, argv);
+    if (invocation.takes_words_after_separator)
+      return true;
+  } catch (const CLI::ParseError&) {
+  }
+  app.clear();
+  invocation.action = nullptr;
+  invocation.refused.reset();
+  invocation.takes_words_after_separator = false;
+  return false;
+}
+
 // Runs the parsed subcommand: its exit code, or the one its error maps to.
 int exit_code_of(const Invocation& invocation) {
   namespace cli = leasehold::cli;
@@ -113,6 +131,16 @@ int main(int argc, char** argv) {
   cli::add_leader(app, invocation);
   cli::add_fence(app, invocation);
 
+  // `run NAME... -- COMMAND`: the words before the first "--" are parsed alone when they make a
+  // run, and the words after it are its COMMAND, never parsed (an option of COMMAND is not
+  // leasehold's). Any other command line is parsed whole.
+  const auto separator = std::find(argv + 1, argv + argc, std::string_view("--"));
+  invocation.separated = separator != argv + argc;
+  if (invocation.separated) {
+    invocation.after_separator.assign(separator + 1, argv + argc);
+    if (parses_as_run(app, invocation, static_cast<int>(separator - argv), argv))
+      return exit_code_of(invocation);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

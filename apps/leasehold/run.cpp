@@ -62,8 +62,16 @@ int run(const Globals& globals, const RunOptions& options) {
                     format_duration(options.ttl) + ")");
   std::vector<std::pair<std::string, std::string>> environment = {
       {"LEASEHOLD_NAME", name}, {"LEASEHOLD_TOKEN", taken.lease->token()}};
-  if (const auto fence = taken.lease->fence())
+  if (!taken.lease->fences.empty()) {
+    // Several names: the first one's fence, and every name=fence pair.
+    std::string fences;
+    for (const auto& [each, fence] : taken.lease->fences)
+      fences += (fences.empty() ? "" : " ") + each + "=" + std::to_string(fence);
+    environment.emplace_back("LEASEHOLD_FENCE", std::to_string(taken.lease->fences.front().second));
+    environment.emplace_back("LEASEHOLD_FENCES", fences);
+  } else if (const auto fence = taken.lease->fence()) {
     environment.emplace_back("LEASEHOLD_FENCE", std::to_string(*fence));
+  }
   // --max-time is the command's budget (supervise()): the lease is kept until its group is gone.
   LeaseGuard lease = std::move(*taken.lease).guard(redis, milliseconds::zero());
   metrics_file.write();

@@ -26,17 +26,41 @@ using std::chrono::milliseconds;
   exit_failure(globals, redis, options.name, e);
 }
 
-// The locks a request names: NAME's run lock and its permits, or the raw key's lock.
+// The locks a request names: NAME's run lock and its permits, the run locks of several NAMEs
+// (their writers' leases, as one), or the raw key's lock.
 struct Locks {
   Locks(const Globals& globals, const TakeOptions& options)
       : run(run_lock(globals, options.ttl)), raw(options.ttl) {
     if (options.limit)
       permits.emplace(run_semaphore(globals, options.ttl, *options.limit));
+    if (!options.more_names.empty()) {
+      std::vector<std::string> names{options.name};
+      names.insert(names.end(), options.more_names.begin(), options.more_names.end());
+      set.emplace(run, std::span<const std::string>(names));
+    }
   }
   RwLock<std::string> run;
   std::optional<Semaphore<std::string>> permits;
+  std::optional<LockSet<RwLock<std::string>>> set;
   RawLock raw;
 };
+
+// A set's lease, with each name's fence in the order the names were given.
+HeldLease held_set(LockToken<LockSet<RwLock<std::string>>> token, const TakeOptions& options,
+                   const LockSet<RwLock<std::string>>& set) {
+  std::vector<std::pair<std::string, std::uint64_t>> fences;
+  if (!token.fences().empty()) {
+    std::vector<std::string> given{options.name};
+    given.insert(given.end(), options.more_names.begin(), options.more_names.end());
+    for (const std::string& name : given) {
+      const auto at = std::find(set.names().begin(), set.names().end(), name);
+      fences.emplace_back(name, token.fences()[static_cast<std::size_t>(at - set.names().begin())]);
+    }
+  }
+  HeldLease lease(std::move(token));
+  lease.fences = std::move(fences);
+  return lease;
+}
 
 // What holds the lease a request names, for the messages of a refused or waiting take:
 // "held exclusively by 3fa2b1c0… (web-3, pid 4121, "deploy.sh prod", for 12 s; 18 s left)",
@@ -48,6 +72,12 @@ std::string describe_holders(Client& redis, const TakeOptions& options, const Lo
       const LeaseStatus status = redis.process(lease_status(locks.raw, *options.raw_key));
       if (!status.leases.empty())
         return "held by " + lease_text(status.leases.front());
+    } else if (locks.set) {
+      for (const std::string& name : locks.set->names()) {
+        const LeaseStatus status = redis.process(lease_status(locks.run, name));
+        if (!status.leases.empty())
+          return "held: '" + name + "' by " + lease_text(status.leases.front());
+      }
     } else if (locks.permits) {
       const LeaseStatus status = redis.process(lease_status(*locks.permits, options.name));
       const auto first = std::min_element(
@@ -89,6 +119,15 @@ std::optional<HeldLease> try_once(const Globals& globals, const TakeOptions& opt
   };
   if (options.raw_key)
     return attempt(locks.raw.try_lock(*options.raw_key));
+  if (locks.set) {
+    try {
+      if (auto token = redis.process(locks.set->try_lock()))
+        return held_set(std::move(*token), options, *locks.set);
+      return std::nullopt;
+    } catch (const Error& e) {
+      fail(globals, options, redis, e);
+    }
+  }
   if (locks.permits)
     return attempt(locks.permits->try_acquire(options.name));
   if (options.shared)
@@ -116,9 +155,12 @@ std::optional<HeldLease> wait_in_turn(const Globals& globals, const TakeOptions&
   };
   try {
     std::optional<HeldLease> lease;
-    if (options.raw_key)
+    if (options.raw_key) {
       lease = held(lock_until(redis, locks.raw, *options.raw_key, deadline, {}, stop.get_token()));
-    else if (locks.permits)
+    } else if (locks.set) {
+      if (auto token = lock_set_until(redis, *locks.set, deadline, {}, stop.get_token()))
+        lease = held_set(std::move(*token), options, *locks.set);
+    } else if (locks.permits)
       lease =
           held(acquire_until(redis, *locks.permits, options.name, deadline, {}, stop.get_token()));
     else if (options.shared)
@@ -136,7 +178,12 @@ std::optional<HeldLease> wait_in_turn(const Globals& globals, const TakeOptions&
 }  // namespace
 
 std::string lease_name(const TakeOptions& options) {
-  return options.raw_key ? *options.raw_key : options.name;
+  if (options.raw_key)
+    return *options.raw_key;
+  std::string names = options.name;
+  for (const std::string& name : options.more_names)
+    names += " " + name;
+  return names;
 }
 
 void validate(const TakeOptions& options, std::string_view command) {
@@ -152,6 +199,13 @@ void validate(const TakeOptions& options, std::string_view command) {
                      "--shared: a raw key is another client's lock, which has no shared mode"};
   if (options.raw_key && options.limit)
     throw UsageError{prefix + "--limit: a raw key is another client's lock, which has no permits"};
+  if (!options.more_names.empty() && (options.shared || options.limit))
+    throw UsageError{prefix + (options.shared ? "--shared" : "--limit") +
+                     ": several NAMEs are taken as one exclusive lease; give one NAME"};
+  for (const std::string& name : options.more_names) {
+    if (name.empty())
+      throw UsageError{prefix + "NAME must not be empty"};
+  }
   if (options.ttl < milliseconds(10))
     throw UsageError{"--ttl: must be at least 10ms"};
 }

@@ -433,8 +433,8 @@ TEST_F(CliTest, RunsOverTlsWithTheCertificateFlagsAndSaysWhatIsWrongWithThem) {
   EXPECT_EQ(run.wait(), 0) << run.err();
   EXPECT_EQ(run.out(), name_ + "\n");
   EXPECT_EQ(tls.command({"EXISTS", writer_key()}).integer, 0) << "released when the command ended";
-  EXPECT_EQ(tls.command({"EXISTS", writer_key().substr(0, writer_key().size() - 1) + "f"}).integer,
-            1)
+  EXPECT_EQ(
+      tls.command({"EXISTS", RwLock<std::string>{"run", 1s}.fence_counter_key(name_)}).integer, 1)
       << "the fence counter of the lease is on the TLS server";
 
   // A CA file that does not exist is a usage error that names it.

@@ -81,7 +81,7 @@ expect_match("leasehold --version" "${out}" "^leasehold ${VERSION}\n")
 # The man page: generated from the help, one section per subcommand, and man reads it.
 run("gzip -dc the man page" gzip -dc ${man_page})
 expect_match("leasehold.1" "${out}" "\n\\.TH LEASEHOLD \"1\"")
-expect_match("leasehold.1" "${out}" "\n\\.SS \"leasehold run \\[OPTIONS\\] \\[NAME\\]")
+expect_match("leasehold.1" "${out}" "\n\\.SS \"leasehold run \\[OPTIONS\\] \\[NAME\\.\\.\\.\\]")
 expect_match("leasehold.1" "${out}" "\\\\fB\\\\-\\\\-exclusive\\\\fR")
 find_program(man_path man)
 if(man_path)

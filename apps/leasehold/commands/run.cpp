@@ -1,5 +1,8 @@
 // leasehold run: its flags, and the action that runs COMMAND under the lease (run.cpp).
+#include <algorithm>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "commands/commands.hpp"
 
@@ -9,7 +12,35 @@ namespace {
 struct RunFlags {
   RunOptions options;
   bool exclusive = false;  // the default: only there to exclude --shared and --limit
+  // The words before "--" (NAME...), or all of them without one (NAME COMMAND...).
+  std::vector<std::string> words;
 };
+
+// NAME..., COMMAND and --raw-key's COMMAND from the words CLI11 parsed and those after "--".
+void sort_words(RunOptions& options, std::vector<std::string> words, const Invocation& invocation) {
+  std::vector<std::string> names;
+  if (options.raw_key) {
+    // No NAME with --raw-key: the first word after it starts COMMAND.
+    options.command = std::move(words);
+    options.command.insert(options.command.end(), invocation.after_separator.begin(),
+                           invocation.after_separator.end());
+    return;
+  }
+  if (invocation.separated) {
+    names = std::move(words);
+    options.command = invocation.after_separator;
+  } else if (!words.empty()) {  // NAME COMMAND...
+    names.push_back(words.front());
+    options.command.assign(words.begin() + 1, words.end());
+  }
+  if (!names.empty())
+    options.name = names.front();
+  for (std::size_t i = 1; i < names.size(); ++i) {
+    if (names[i] != options.name && std::find(options.more_names.begin(), options.more_names.end(),
+                                              names[i]) == options.more_names.end())
+      options.more_names.push_back(names[i]);
+  }
+}
 
 // How the lease is taken: alone, shared or as one of N; at once or after waiting; and the exit
 // code when it is not.
@@ -44,9 +75,16 @@ void add_run(CLI::App& app, Invocation& invocation) {
   auto flags = std::make_shared<RunFlags>();
   RunOptions& options = flags->options;
   CLI::App* command = app.add_subcommand(
-      "run", "run COMMAND while holding the lease NAME; release it when COMMAND ends");
-  command->add_option("NAME", options.name, "the lease's name (none with --raw-key)");
-  command->add_option("COMMAND", options.command, "the command and its arguments (after --)");
+      "run",
+      "run COMMAND while holding the lease NAME (or every NAME at once); release it when COMMAND "
+      "ends");
+  command
+      ->add_option("NAME", flags->words,
+                   "the lease's name, or several names before -- (none with --raw-key)")
+      ->expected(0, -1);
+  command->footer(
+      "COMMAND and its arguments come after --: leasehold run [OPTIONS] NAME... -- COMMAND "
+      "[ARG...]. Several NAMEs are one exclusive lease, taken all at once.");
   add_raw_key(*command, options.raw_key);
   add_take_flags(*command, *flags, invocation);
   add_duration(*command, "-t,--ttl", options.ttl,
@@ -59,16 +97,13 @@ void add_run(CLI::App& app, Invocation& invocation) {
   command->add_option("--metrics-file", options.metrics_file,
                       "write Prometheus metrics to PATH (atomically) when the lease is taken and "
                       "at the end");
-  on_parsed(*command, invocation, [flags, &globals = invocation.globals] {
-    RunOptions& run_options = flags->options;
-    if (run_options.raw_key) {
-      // No NAME with --raw-key: the first word after it starts COMMAND.
-      if (!run_options.name.empty())
-        run_options.command.insert(run_options.command.begin(), run_options.name);
-      run_options.name.clear();
-    }
-    return run(globals, run_options);
-  });
+  on_parsed(
+      *command, invocation,
+      [flags, &invocation] {
+        sort_words(flags->options, std::move(flags->words), invocation);
+        return run(invocation.globals, flags->options);
+      },
+      true);
 }
 
 }  // namespace leasehold::cli
