@@ -1,7 +1,8 @@
 // leasehold-bench: lock cycles per second through the library, comparable with pairbench.
 //
 //   leasehold-bench --redis redis://127.0.0.1:PORT --workers W --keys K --cycles N
-//                   [--ttl-ms 10000] [--mode lock|read|write|semaphore] [--permits 8]
+//                   [--ttl-ms 10000] [--mode lock|read|write|semaphore|set] [--permits 8]
+//                   [--names 1]
 //                   [--release leasehold|plain] [--identity on|off] [--connections 1]
 //                   [--warmup 1000]
 //
@@ -14,6 +15,10 @@
 // which also tells the name's waiters: the reference for what that costs when nobody waits.
 // --identity off takes leases without their holder's identity (holder.hpp): the reference for
 // what the identity costs.
+// --names M: each cycle takes M names at once (distinct, spread over the K). Mode set: one
+// LockSet of the M names (one script), released by its token (one script); mode lock: the M
+// locks one by one, in name order, each given back if a later one is busy, then released one by
+// one: what a caller without LockSet does.
 // --connections C: a pool of C Clients on the same
 // io_context, workers assigned round-robin (default: one Client shared by every worker).
 //
@@ -63,6 +68,7 @@ struct Options {
   bool identity = true;
   std::size_t connections = 1;
   std::uint64_t warmup = 1000;
+  std::uint64_t names = 1;
 };
 
 [[noreturn]] void usage(const char* why) {
@@ -70,8 +76,8 @@ struct Options {
       stderr,
       "leasehold-bench: %s\n"
       "usage: leasehold-bench --redis URL --workers W --keys K --cycles N [--ttl-ms 10000] "
-      "[--mode lock|read|write|semaphore] [--permits 8] [--release leasehold|plain] "
-      "[--identity on|off] [--connections 1] [--warmup 1000]\n",
+      "[--mode lock|read|write|semaphore|set] [--permits 8] [--release leasehold|plain] "
+      "[--identity on|off] [--connections 1] [--warmup 1000] [--names 1]\n",
       why);
   std::exit(64);
 }
@@ -111,12 +117,20 @@ Options parse_options(int argc, char** argv) {
       options.connections = parse_number(name, value);
     else if (name == "--warmup")
       options.warmup = parse_number(name, value);
+    else if (name == "--names")
+      options.names = parse_number(name, value);
     else
       usage(("unknown option " + std::string(name)).c_str());
   }
   if (options.mode != "lock" && options.mode != "read" && options.mode != "write" &&
-      options.mode != "semaphore")
-    usage("--mode is lock, read, write or semaphore");
+      options.mode != "semaphore" && options.mode != "set")
+    usage("--mode is lock, read, write, semaphore or set");
+  if (options.names == 0 || options.names > options.keys)
+    usage("--names must be between 1 and --keys");
+  if (options.names > 1 && options.mode != "lock" && options.mode != "set")
+    usage("--names goes with --mode lock or set");
+  if (options.names > 1 && options.release == "plain")
+    usage("--names goes with --release leasehold");
   if (options.release != "leasehold" && options.release != "plain")
     usage("--release is leasehold or plain");
   if (options.release == "plain" && options.mode != "lock")
@@ -212,6 +226,54 @@ asio::awaitable<void> worker(leasehold::Client& client, Acquire acquire, Release
       ++phase.cycles;
       if (!released)
         ++phase.lost;
+      if (phase.record)
+        phase.latencies_ns.push_back(static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count()));
+    }
+  } catch (const std::exception& e) {
+    failure.set(e.what());
+  }
+}
+
+// The `count` distinct names of a cycle that draws `first`: spread evenly over the `keys`.
+std::vector<std::uint64_t> names_of(std::uint64_t first, std::uint64_t count, std::uint64_t keys) {
+  std::vector<std::uint64_t> names;
+  for (std::uint64_t i = 0; i < count; ++i)
+    names.push_back((first + i * (keys / count)) % keys);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// One worker taking several single locks per cycle, one by one in name order (a busy one gives
+// back those taken), then releasing them one by one.
+asio::awaitable<void> singles_worker(leasehold::Client& client, leasehold::Lock<std::uint64_t> lock,
+                                     std::uint64_t count, std::uint64_t keys, Rng rng, Phase& phase,
+                                     Failure& failure) {
+  using Token = leasehold::LockToken<leasehold::Lock<std::uint64_t>>;
+  try {
+    while (!failure.failed && phase.reserved < phase.target) {
+      ++phase.reserved;
+      const std::vector<std::uint64_t> names = names_of(rng.next() % keys, count, keys);
+      const auto start = BenchClock::now();
+      std::vector<Token> held;
+      for (const std::uint64_t name : names) {
+        auto token = co_await client.async_process(lock.try_lock(name), asio::use_awaitable);
+        if (!token)
+          break;
+        held.push_back(std::move(*token));
+      }
+      const bool all = held.size() == names.size();
+      for (const Token& token : held) {
+        if (!co_await client.async_process(token.release(), asio::use_awaitable))
+          ++phase.lost;
+      }
+      if (!all) {
+        --phase.reserved;
+        ++phase.failed;
+        continue;
+      }
+      const auto end = BenchClock::now();
+      ++phase.cycles;
       if (phase.record)
         phase.latencies_ns.push_back(static_cast<std::uint64_t>(
             std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count()));
@@ -329,6 +391,27 @@ int main(int argc, char** argv) {
       measurement = run(options,
                         worker_factory([lock](std::uint64_t name) { return lock.try_lock(name); },
                                        options.keys, PlainRelease{lock, sha}),
+                        failure);
+    } else if (options.mode == "lock" && options.names > 1) {
+      const leasehold::Lock<std::uint64_t> lock("bench", ttl);
+      measurement = run(
+          options,
+          [lock, count = options.names, keys = options.keys](leasehold::Client& client, Rng rng,
+                                                             Phase& phase, Failure& failure) {
+            return singles_worker(client, lock, count, keys, rng, phase, failure);
+          },
+          failure);
+    } else if (options.mode == "set") {
+      const leasehold::Lock<std::uint64_t> lock("bench", ttl);
+      measurement = run(options,
+                        worker_factory(
+                            [lock, count = options.names, keys = options.keys](std::uint64_t name) {
+                              const std::vector<std::uint64_t> names = names_of(name, count, keys);
+                              return leasehold::LockSet<leasehold::Lock<std::uint64_t>>(
+                                         lock, std::span<const std::uint64_t>(names))
+                                  .try_lock();
+                            },
+                            options.keys),
                         failure);
     } else if (options.mode == "lock") {
       const leasehold::Lock<std::uint64_t> lock("bench", ttl);
