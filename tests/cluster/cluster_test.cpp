@@ -331,6 +331,8 @@ TEST_F(ClusterTest, TheCommandLineToolTakesAClusterUrl) {
     EXPECT_TRUE(redis.process(token.release()));
 }
 
+// A Lock's and an RwLock's keys of one namespace and name share a hash tag, so their slot and its
+// fence counter: each grant of either gets the next number.
 TEST_F(ClusterTest, FencedLocksKeepTheirCounterInTheLocksSlot) {
   Client redis(cluster_->url());
   const std::string ns = unique("fenced");
@@ -340,14 +342,17 @@ TEST_F(ClusterTest, FencedLocksKeepTheirCounterInTheLocksSlot) {
   for (int i = 0; i < 30; ++i) {
     const std::string name = "n{" + std::to_string(i) + "}";  // braces in names are escaped
     masters.insert(cluster_->master_of(key_slot(lock.key(name))));
-    for (std::uint64_t expected : {1u, 2u}) {
+    EXPECT_EQ(key_slot(lock.fence_counter_key(name)), key_slot(lock.key(name)));
+    std::uint64_t last = 0;
+    for (int round = 0; round < 2; ++round) {
       auto token = redis.process(lock.try_lock(name));
-      ASSERT_TRUE(token);
-      EXPECT_EQ(token->fence(), expected);
+      ASSERT_TRUE(token && token->fence());
+      EXPECT_EQ(*token->fence(), last + 1) << name;
       EXPECT_TRUE(redis.process(token->release()));
       auto writer = redis.process(rw.try_write(name));
-      ASSERT_TRUE(writer);
-      EXPECT_EQ(writer->fence(), expected);
+      ASSERT_TRUE(writer && writer->fence());
+      EXPECT_EQ(*writer->fence(), *token->fence() + 1) << name;
+      last = *writer->fence();
       EXPECT_TRUE(redis.process(writer->release()));
     }
   }

@@ -83,8 +83,8 @@ void add_run(CLI::App& app, Invocation& invocation) {
                    "the lease's name, or several names before -- (none with --raw-key)")
       ->expected(0, -1);
   command->footer(
-      "COMMAND and its arguments come after --: leasehold run [OPTIONS] NAME... -- COMMAND "
-      "[ARG...]. Several NAMEs are one exclusive lease, taken all at once.");
+      "COMMAND and its arguments come after -- (leasehold run [OPTIONS] NAME... -- COMMAND "
+      "[ARG...]); several NAMEs are one exclusive lease, taken all at once.");
   add_raw_key(*command, options.raw_key);
   add_take_flags(*command, *flags, invocation);
   add_duration(*command, "-t,--ttl", options.ttl,
