@@ -7,6 +7,8 @@
 //     redis.process(token->release());                         // every name
 //   }
 //   auto token = leasehold::lock_set_until(redis, skus, deadline);   // waits in turn
+//   auto token = co_await leasehold::async_lock_set_until(redis, skus, deadline,
+//                                                         asio::use_awaitable);
 //
 // One token, one lease value in every key: extend() and release() cover every name (one script),
 // while_held and KeepAlive keep them all, and the lease is lost when any name is lost (the
@@ -18,8 +20,13 @@
 #pragma once
 
 #include <algorithm>
+#include <asio/associated_cancellation_slot.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/async_result.hpp>
+#include <asio/post.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -37,6 +44,7 @@
 #include "leasehold/detail/lease_kind.hpp"
 #include "leasehold/detail/lock.hpp"
 #include "leasehold/detail/report.hpp"
+#include "leasehold/detail/unique_function.hpp"
 #include "leasehold/detail/wait.hpp"
 #include "leasehold/lock.hpp"
 #include "leasehold/query.hpp"
@@ -276,6 +284,147 @@ std::optional<LockToken<LockSet<L>>> lock_set_for(Client& client, const LockSet<
   return lock_set_until(client, set,
                         Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout),
                         options, std::move(stop));
+}
+
+namespace detail {
+
+// lock_set_until on the client's strand, with callbacks (async_lock_set_until): the same steps,
+// each an async call. `done` is called once, on the strand.
+template <class L>
+class LockSetWait : public std::enable_shared_from_this<LockSetWait<L>> {
+ public:
+  using Token = LockToken<LockSet<L>>;
+  using Done = UniqueFunction<void(std::error_code, std::optional<Token>)>;
+
+  LockSetWait(Client& client, const LockSet<L>& set, Clock::time_point deadline,
+              WaitOptions options, Done done)
+      : client_(client),
+        set_(set),
+        attempt_(set_.attempt()),
+        deadline_(deadline),
+        options_(options),
+        done_(std::move(done)) {}
+
+  void start() { try_all(); }
+
+  // From any thread: ends the wait with operation_aborted, giving back whatever it holds.
+  void cancel() {
+    asio::post(client_.get_executor(), [self = this->shared_from_this()] {
+      self->cancelled_ = true;
+      if (self->waiting_)
+        self->waiting_->cancel();  // on_one() then ends the wait
+    });
+  }
+
+ private:
+  void try_all() {
+    client_.async_process(
+        attempt_, [self = this->shared_from_this()](std::error_code ec, LockSetTried tried) {
+          self->on_tried(ec, std::move(tried));
+        });
+  }
+
+  void on_tried(std::error_code ec, LockSetTried tried) {
+    if (!ec && tried.lease) {
+      one_.reset();  // a name of the set now
+      if (cancelled_) {
+        give_back(std::move(tried.lease));
+        return finish(asio::error::operation_aborted);
+      }
+      return finish({}, TokenAccess::make<Token>(std::move(tried.lease)));
+    }
+    if (one_)
+      give_back(std::move(one_));
+    if (ec || cancelled_)
+      return finish(ec ? ec : std::error_code(asio::error::operation_aborted));
+    if (Clock::now() >= deadline_)
+      return finish({});
+    TurnWait wait{TurnAccess::contract(set_.in_turn(set_.names()[tried.busy])), deadline_,
+                  options_};
+    wait.id = attempt_.id();
+    wait.holder = attempt_.holder();
+    waiting_ = make_turn_wait(client_, std::move(wait),
+                              [self = this->shared_from_this()](std::error_code ec, std::string,
+                                                                std::shared_ptr<LeaseState> one) {
+                                self->on_one(ec, std::move(one));
+                              });
+    waiting_->start();
+  }
+
+  void on_one(std::error_code ec, std::shared_ptr<LeaseState> one) {
+    waiting_.reset();
+    if (ec || !one)
+      return finish(ec);
+    one_ = std::move(one);
+    if (cancelled_) {
+      give_back(std::move(one_));
+      return finish(asio::error::operation_aborted);
+    }
+    try_all();
+  }
+
+  // Best effort, not waited for: a lease not given back runs out at its TTL.
+  void give_back(std::shared_ptr<LeaseState> lease) {
+    client_.async_process(ReleaseLock<void>(std::move(lease)), [](std::error_code, bool) {});
+  }
+
+  void finish(std::error_code ec, std::optional<Token> token = std::nullopt) {
+    if (done_) {
+      Done done = std::move(done_);
+      done(ec, std::move(token));
+    }
+  }
+
+  Client& client_;
+  LockSet<L> set_;
+  LockSetTry attempt_;
+  Clock::time_point deadline_;
+  WaitOptions options_;
+  Done done_;
+  std::shared_ptr<TurnWaitHandle> waiting_;
+  std::shared_ptr<LeaseState> one_;  // the busy name's lease, taken in turn
+  bool cancelled_ = false;
+};
+
+}  // namespace detail
+
+// The async form of lock_set_until; completion signature
+// void(std::error_code, std::optional<LockToken<LockSet<L>>>). Cancelling it (its handler's
+// cancellation slot, any type) ends it with operation_aborted, leaving no key and no place.
+template <class L, class CompletionToken>
+auto async_lock_set_until(Client& client, const LockSet<L>& set, Clock::time_point deadline,
+                          WaitOptions options, CompletionToken&& token) {
+  detail::validate(options);
+  using Result = std::optional<LockToken<LockSet<L>>>;
+  return asio::async_initiate<CompletionToken, void(std::error_code, Result)>(
+      [&client](auto handler, LockSet<L> set, Clock::time_point deadline, WaitOptions options) {
+        auto slot = asio::get_associated_cancellation_slot(handler);
+        using Executor = asio::associated_executor_t<decltype(handler), asio::any_io_executor>;
+        detail::CompletionExecutor<Executor> work(
+            asio::get_associated_executor(handler, client.get_executor()));
+        auto wait = std::make_shared<detail::LockSetWait<L>>(
+            client, set, deadline, options,
+            [work = std::move(work), handler = std::move(handler)](std::error_code ec,
+                                                                   Result result) mutable {
+              work.complete(std::move(handler), ec, std::move(result));
+            });
+        if (slot.is_connected()) {
+          slot.assign(
+              [weak = std::weak_ptr<detail::LockSetWait<L>>(wait)](asio::cancellation_type) {
+                if (const auto alive = weak.lock())
+                  alive->cancel();
+              });
+        }
+        wait->start();
+      },
+      token, set, deadline, options);
+}
+
+template <class L, class CompletionToken>
+auto async_lock_set_until(Client& client, const LockSet<L>& set, Clock::time_point deadline,
+                          CompletionToken&& token) {
+  return async_lock_set_until(client, set, deadline, WaitOptions{},
+                              std::forward<CompletionToken>(token));
 }
 
 }  // namespace leasehold

@@ -3,7 +3,13 @@
 // holds a name while it waits, so sets given in opposite orders never deadlock.
 #include <gtest/gtest.h>
 
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <asio/post.hpp>
 #include <atomic>
+#include <future>
 #include <map>
 #include <random>
 #include <thread>
@@ -213,6 +219,56 @@ TEST_F(LockSetTest, AnRwLockWriterSetWaitsForTheReadersOfItsNames) {
   ASSERT_TRUE(redis_.process(next->release()));
 }
 
+// The async wait: a cancel ends it with operation_aborted, holding no name and no place; a wait
+// left alone takes every name once the busy one is released.
+TEST_F(LockSetTest, TheAsyncWaitTakesEveryNameAndACancelLeavesNothing) {
+  using SetToken = LockToken<LockSet<Lock<std::string>>>;
+  constexpr Lock<std::string> lock{"set-async", 10s};
+  const LockSet set(lock, {"x", "y"});
+  auto holder = redis_.process(lock.try_lock("y"));
+  ASSERT_TRUE(holder);
+  asio::io_context io;
+  auto work = asio::make_work_guard(io);
+  std::thread runner([&] { io.run(); });
+  Client client(io.get_executor(), server_->unix_url());
+  const std::string queue = detail::queue_key(lock.key("y"));
+
+  std::promise<std::pair<std::error_code, bool>> cancelled;
+  asio::cancellation_signal signal;
+  asio::post(io, [&] {
+    async_lock_set_until(client, set, Clock::now() + 10s, {},
+                         asio::bind_cancellation_slot(
+                             signal.slot(), [&](std::error_code ec, std::optional<SetToken> token) {
+                               cancelled.set_value({ec, token.has_value()});
+                             }));
+  });
+  ASSERT_TRUE(eventually([&] { return server_->command({"ZCARD", queue}).integer == 1; }, 5s));
+  asio::post(io, [&] { signal.emit(asio::cancellation_type::terminal); });
+  const auto [error, got] = cancelled.get_future().get();
+  EXPECT_EQ(error, asio::error::operation_aborted);
+  EXPECT_FALSE(got);
+  EXPECT_TRUE(eventually([&] { return server_->command({"ZCARD", queue}).integer == 0; }, 5s));
+  EXPECT_EQ(exists(lock.key("x")), 0);
+
+  std::promise<std::optional<SetToken>> taken;
+  async_lock_set_until(client, set, Clock::now() + 10s,
+                       [&](std::error_code ec, std::optional<SetToken> token) {
+                         EXPECT_FALSE(ec) << ec.message();
+                         taken.set_value(std::move(token));
+                       });
+  ASSERT_TRUE(eventually([&] { return server_->command({"ZCARD", queue}).integer == 1; }, 5s));
+  EXPECT_EQ(exists(lock.key("x")), 0) << "an async waiter holds nothing either";
+  ASSERT_TRUE(redis_.process(holder->release()));
+  auto token = taken.get_future().get();
+  ASSERT_TRUE(token);
+  EXPECT_EQ(get(lock.key("x")), token->value());
+  EXPECT_EQ(get(lock.key("y")).substr(0, token->value().size()), token->value());
+  EXPECT_TRUE(redis_.process(token->release()));
+  client.close();
+  work.reset();
+  runner.join();
+}
+
 // Threads take overlapping sets of 2 to 5 of 6 names, each given in its own random order: every
 // thread finishes its rounds (no deadlock), and no name is ever held by two sets at once.
 TEST_F(LockSetTest, OverlappingSetsInOppositeOrdersNeverDeadlockAndNeverOverlap) {
@@ -236,11 +292,11 @@ TEST_F(LockSetTest, OverlappingSetsInOppositeOrdersNeverDeadlockAndNeverOverlap)
         auto token = lock_set_until(own, set, Clock::now() + 20s);
         ASSERT_TRUE(token) << "thread " << t << " round " << round;
         for (const std::string& name : set.names())
-          if (holders[name].fetch_add(1) != 0)
+          if (holders.at(name).fetch_add(1) != 0)
             ++overlaps;
         std::this_thread::sleep_for(1ms);
         for (const std::string& name : set.names())
-          holders[name].fetch_sub(1);
+          holders.at(name).fetch_sub(1);
         ++sections;
         EXPECT_TRUE(own.process(token->release()));
       }
