@@ -218,10 +218,12 @@ std::vector<Section> sections_of(const std::vector<Event>& events) {
     std::optional<Event> counter_changed;
     std::int64_t occupancy = 0;
   };
-  std::map<std::pair<int, int>, Open> open;  // by (pid, tid)
+  // By (pid, tid, lease): a thread has one section open per lease (a lease on several names has
+  // one per name, each its own lease number).
+  std::map<std::tuple<int, int, std::uint64_t>, Open> open;
   std::vector<Section> sections;
   for (const auto& event : events) {
-    const std::pair<int, int> thread{event.pid, event.tid};
+    const std::tuple<int, int, std::uint64_t> thread{event.pid, event.tid, event.lease};
     if (event.kind == EventKind::cs_begin) {
       open[thread] = {event, 0, std::nullopt, 0};
     } else if (event.kind == EventKind::occupancy) {
