@@ -9,23 +9,12 @@
 -- Like a single try, a free key is taken ahead of its queued waiters.
 --! include lock_holder.lua
 --! include fence_grant.lua
+--! include set_grant.lua
 local n = tonumber(ARGV[3])
-local fenced = #KEYS == 3 * n
-local values = {}
+local held = {}
 for i = 1, n do
-  values[i] = redis.call('GET', KEYS[i])
-  if values[i] and holder_of(values[i]) ~= ARGV[1] then return {0, i} end
+  local value = redis.call('GET', KEYS[i])
+  if value and holder_of(value) ~= ARGV[1] then return {0, i} end
+  held[i] = value ~= false
 end
-local reply = {1}
-for i = 1, n do
-  local fence = 0
-  if values[i] then
-    redis.call('PEXPIRE', KEYS[i], ARGV[2])
-    if fenced then fence = current_fence(KEYS[n + i]) end
-  else
-    redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
-    if fenced then fence = next_fence(KEYS[n + i], KEYS[2 * n + i]) end
-  end
-  reply[i + 1] = fence
-end
-return reply
+return grant_set(n, held, #KEYS == 3 * n and n or nil)

@@ -11,27 +11,16 @@
 -- Like a single try, a free name is taken ahead of its queued waiters; readers whose lease ended
 -- are pruned first.
 --! include fence_grant.lua
+--! include set_grant.lua
 local n = tonumber(ARGV[3])
-local fenced = #KEYS == 4 * n
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-local writers = {}
+local held = {}
 for i = 1, n do
-  writers[i] = redis.call('GET', KEYS[i])
-  if writers[i] and writers[i] ~= ARGV[1] then return {0, i} end
+  local writer = redis.call('GET', KEYS[i])
+  if writer and writer ~= ARGV[1] then return {0, i} end
   redis.call('ZREMRANGEBYSCORE', KEYS[n + i], '-inf', now)
   if redis.call('EXISTS', KEYS[n + i]) == 1 then return {0, i} end
+  held[i] = writer ~= false
 end
-local reply = {1}
-for i = 1, n do
-  local fence = 0
-  if writers[i] then
-    redis.call('PEXPIRE', KEYS[i], ARGV[2])
-    if fenced then fence = current_fence(KEYS[2 * n + i]) end
-  else
-    redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
-    if fenced then fence = next_fence(KEYS[2 * n + i], KEYS[3 * n + i]) end
-  end
-  reply[i + 1] = fence
-end
-return reply
+return grant_set(n, held, #KEYS == 4 * n and 2 * n or nil)
