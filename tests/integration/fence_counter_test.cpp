@@ -37,6 +37,18 @@ class FenceCounterTest : public testing::SharedServerTest {
     EXPECT_LE(pttl(own), kWeekMs);
   }
 
+  // The name's own counter holds `before`; take(name) grants a lease on it, which then moves
+  // the counter (expect_moved) and is released.
+  template <class Kind, class Take>
+  void expect_grant_moves(const Kind& kind, const std::string& name, std::uint64_t before,
+                          Take take) {
+    server_->command({"SET", kind.own_fence_key(name), std::to_string(before)});
+    auto token = take(name);
+    ASSERT_TRUE(token && token->fence()) << name;
+    expect_moved(*token->fence(), before, kind.own_fence_key(name), kind.fence_counter_key(name));
+    ASSERT_TRUE(redis_.process(token->release())) << name;
+  }
+
   Client redis_;
 };
 
@@ -55,41 +67,26 @@ TEST_F(FenceCounterTest, ALocksFirstGrantMovesItsOwnCounterIntoItsSlotsAndStaysA
   ASSERT_TRUE(redis_.process(token->release()));
 
   // In turn, too: the own counter of another name, far above the slot's.
-  server_->command({"SET", lock.own_fence_key("ledger"), "5000"});
-  auto waited = lock_until(redis_, lock, std::string("ledger"), Clock::now() + 5s);
-  ASSERT_TRUE(waited && waited->fence());
-  expect_moved(*waited->fence(), 5000, lock.own_fence_key("ledger"),
-               lock.fence_counter_key("ledger"));
-  ASSERT_TRUE(redis_.process(waited->release()));
+  expect_grant_moves(lock, "ledger", 5000, [&](const std::string& name) {
+    return lock_until(redis_, lock, name, Clock::now() + 5s);
+  });
 }
 
 TEST_F(FenceCounterTest, EveryFencedKindMovesItsOwnCounter) {
   constexpr auto rw = RwLock<std::string>{"moved-rw", 10s}.with_fencing();
-  server_->command({"SET", rw.own_fence_key("catalog"), "70"});
-  auto writer = redis_.process(rw.try_write("catalog"));
-  ASSERT_TRUE(writer && writer->fence());
-  expect_moved(*writer->fence(), 70, rw.own_fence_key("catalog"), rw.fence_counter_key("catalog"));
-  ASSERT_TRUE(redis_.process(writer->release()));
-  server_->command({"SET", rw.own_fence_key("index"), "900"});
-  auto waited_writer = write_until(redis_, rw, std::string("index"), Clock::now() + 5s);
-  ASSERT_TRUE(waited_writer && waited_writer->fence());
-  expect_moved(*waited_writer->fence(), 900, rw.own_fence_key("index"),
-               rw.fence_counter_key("index"));
-  ASSERT_TRUE(redis_.process(waited_writer->release()));
+  expect_grant_moves(rw, "catalog", 70,
+                     [&](const std::string& name) { return redis_.process(rw.try_write(name)); });
+  expect_grant_moves(rw, "index", 900, [&](const std::string& name) {
+    return write_until(redis_, rw, name, Clock::now() + 5s);
+  });
 
   constexpr auto permits = Semaphore<std::string>{"moved-permits", 2, 10s}.with_fencing();
-  server_->command({"SET", permits.own_fence_key("export"), "33"});
-  auto permit = redis_.process(permits.try_acquire("export"));
-  ASSERT_TRUE(permit && permit->fence());
-  expect_moved(*permit->fence(), 33, permits.own_fence_key("export"),
-               permits.fence_counter_key("export"));
-  ASSERT_TRUE(redis_.process(permit->release()));
-  server_->command({"SET", permits.own_fence_key("import"), "8000"});
-  auto waited_permit = acquire_until(redis_, permits, std::string("import"), Clock::now() + 5s);
-  ASSERT_TRUE(waited_permit && waited_permit->fence());
-  expect_moved(*waited_permit->fence(), 8000, permits.own_fence_key("import"),
-               permits.fence_counter_key("import"));
-  ASSERT_TRUE(redis_.process(waited_permit->release()));
+  expect_grant_moves(permits, "export", 33, [&](const std::string& name) {
+    return redis_.process(permits.try_acquire(name));
+  });
+  expect_grant_moves(permits, "import", 8000, [&](const std::string& name) {
+    return acquire_until(redis_, permits, name, Clock::now() + 5s);
+  });
 
   const std::string prefix = "moved-locker-" + std::to_string(unique_number());
   Locker locker(redis_, prefix, Fencing::on);
