@@ -218,12 +218,12 @@ std::vector<Section> sections_of(const std::vector<Event>& events) {
     std::optional<Event> counter_changed;
     std::int64_t occupancy = 0;
   };
-  // By (pid, tid, lease): a thread has one section open per lease (a lease on several names has
-  // one per name, each its own lease number).
-  std::map<std::tuple<int, int, std::uint64_t>, Open> open;
+  // By (pid, tid, name): a thread has one section open per name (a lease on several names has one
+  // per name). Keyed by name, not lease number: a check inside a section names the name it read.
+  std::map<std::tuple<int, int, std::string>, Open> open;
   std::vector<Section> sections;
   for (const auto& event : events) {
-    const std::tuple<int, int, std::uint64_t> thread{event.pid, event.tid, event.lease};
+    const std::tuple<int, int, std::string> thread{event.pid, event.tid, event.name};
     if (event.kind == EventKind::cs_begin) {
       open[thread] = {event, 0, std::nullopt, 0};
     } else if (event.kind == EventKind::occupancy) {
@@ -239,7 +239,7 @@ std::vector<Section> sections_of(const std::vector<Event>& events) {
         section->second.counter_changed = event;
     } else if (event.kind == EventKind::cs_end) {
       const auto section = open.find(thread);
-      if (section == open.end() || section->second.begin.name != event.name)
+      if (section == open.end())
         continue;
       const Event& start = section->second.begin;
       sections.push_back({event.name,
