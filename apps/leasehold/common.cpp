@@ -1,4 +1,5 @@
-#include <spawn.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -224,6 +225,34 @@ void block_forwarded_signals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
+namespace {
+
+// The forked child's way to its command. Its own process group (so a lost lease can stop
+// everything it started), default signal dispositions and an empty mask (leasehold blocks the
+// signals it forwards); it tells the watchdog its group itself, before the command runs, so that
+// leasehold killed at any moment after the fork leaves no command unwatched. Forked from a process
+// with threads: async-signal-safe calls only, and _exit.
+[[noreturn]] void become_command(const std::vector<char*>& argv, const std::vector<char*>& envp,
+                                 const sigset_t& forwarded, const Watchdog& watchdog,
+                                 int exec_error) {
+  ::setpgid(0, 0);
+  struct sigaction original {};
+  original.sa_handler = SIG_DFL;
+  for (int signal = 1; signal < NSIG; ++signal)
+    if (sigismember(&forwarded, signal) == 1)
+      ::sigaction(signal, &original, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  tell_group(watchdog, ::getpid());
+  ::execvpe(argv[0], argv.data(), envp.data());
+  const int error = errno;
+  [[maybe_unused]] const ssize_t written = ::write(exec_error, &error, sizeof error);
+  ::_exit(127);
+}
+
+}  // namespace
+
 Child spawn_child(const std::vector<std::string>& command,
                   const std::vector<std::pair<std::string, std::string>>& extra_env,
                   std::chrono::milliseconds kill_after) {
@@ -249,28 +278,38 @@ Child spawn_child(const std::vector<std::string>& command,
     argv.push_back(arg.data());
   argv.push_back(nullptr);
 
-  // Its own process group (so a lost lease can stop everything it started), default signal
-  // dispositions and an empty mask (leasehold blocks the signals it forwards).
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  posix_spawnattr_setpgroup(&attributes, 0);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attributes, &none);
-  const sigset_t defaults = forwarded_signals();
-  posix_spawnattr_setsigdefault(&attributes, &defaults);
-  posix_spawnattr_setflags(&attributes,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   Child child;
   child.watchdog = start_watchdog(kill_after);
-  child.spawn_error =
-      posix_spawnp(&child.pid, argv[0], nullptr, &attributes, argv.data(), envp.data());
-  posix_spawnattr_destroy(&attributes);
+  // Reports a failed exec: close-on-exec, so the read below ends at the exec, as posix_spawn's
+  // return does.
+  int exec_error[2];
+  if (::pipe2(exec_error, O_CLOEXEC) != 0) {
+    child.spawn_error = errno;
+    dismiss(child.watchdog);
+    return child;
+  }
+  const sigset_t forwarded = forwarded_signals();
+  child.pid = ::fork();
+  if (child.pid == 0)
+    become_command(argv, envp, forwarded, child.watchdog, exec_error[1]);
+  ::close(exec_error[1]);
+  if (child.pid < 0) {
+    child.spawn_error = errno;
+  } else {
+    int error = 0;
+    ssize_t got = 0;
+    while ((got = ::read(exec_error[0], &error, sizeof error)) < 0 && errno == EINTR) {
+    }
+    if (got == sizeof error) {
+      child.spawn_error = error;
+      while (::waitpid(child.pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
+  }
+  ::close(exec_error[0]);
   if (child.spawn_error != 0) {
     child.pid = -1;
     dismiss(child.watchdog);
-  } else {
-    watch_group(child.watchdog, child.pid);
   }
   return child;
 }

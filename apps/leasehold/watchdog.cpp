@@ -91,10 +91,10 @@ Watchdog start_watchdog(std::chrono::milliseconds kill_after) {
   return Watchdog{pid, ends[1]};
 }
 
-void watch_group(Watchdog& watchdog, pid_t group) {
-  if (watchdog.pid >= 0 &&
-      ::send(watchdog.socket, &group, sizeof group, MSG_NOSIGNAL) != sizeof group)
-    dismiss(watchdog);  // it cannot have learnt the group: the command runs unwatched
+void tell_group(const Watchdog& watchdog, pid_t group) {
+  if (watchdog.pid < 0)
+    return;
+  [[maybe_unused]] const ssize_t sent = ::send(watchdog.socket, &group, sizeof group, MSG_NOSIGNAL);
 }
 
 void dismiss(Watchdog& watchdog) {

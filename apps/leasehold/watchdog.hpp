@@ -20,8 +20,9 @@ struct Watchdog {
 // leasehold could be killed meanwhile with its command already running. On failure (fork,
 // socketpair) it returns a Watchdog without a pid: the command then runs unwatched.
 Watchdog start_watchdog(std::chrono::milliseconds kill_after);
-// Tells the watchdog the process group to stop (its command's, just spawned).
-void watch_group(Watchdog& watchdog, pid_t group);
+// Tells the watchdog the process group to stop: called by the command's own process after the fork,
+// before its exec (async-signal-safe), so the watchdog knows the group before the command runs.
+void tell_group(const Watchdog& watchdog, pid_t group);
 
 // Tells the watchdog its command is done, and reaps it. Leaves the group alone.
 void dismiss(Watchdog& watchdog);
