@@ -409,7 +409,9 @@ class ReleaseLock {
 
   Request request() const { return detail::lease_request(*state_, false); }
 
-  Result<bool> parse(const Reply& reply, const Timing&) const { return detail::one_or_zero(reply); }
+  Result<bool> parse(const Reply& reply, const Timing&) const {
+    return detail::held_in_every_part(reply);
+  }
 
   void report(Observer& observer, const Result<bool>& outcome,
               const Timing& timing) const noexcept {
@@ -434,7 +436,7 @@ class ExtendLock {
   Request request() const { return detail::lease_request(*state_, true).retry_safe(); }
 
   Result<bool> parse(const Reply& reply, const Timing& timing) const {
-    Result<bool> extended = detail::one_or_zero(reply);
+    Result<bool> extended = detail::held_in_every_part(reply);
     if (!extended || !*extended)
       return extended;
     const Clock::time_point deadline = lease_deadline(timing.sent, state_->ttl);
@@ -442,6 +444,13 @@ class ExtendLock {
       return false;  // too late: it may have run out meanwhile
     state_->extend_to(deadline);
     return true;
+  }
+
+  // A lease on names of several slots that one part found gone is lost: the others give it back.
+  std::optional<Request> leftover(const Reply& reply) const {
+    if (!detail::lost_in_some_part(reply))
+      return std::nullopt;
+    return detail::lease_request(*state_, false);
   }
 
   void report(Observer& observer, const Result<bool>& outcome,

@@ -13,10 +13,11 @@
 // One token, one lease value in every key: extend() and release() cover every name (one script),
 // while_held and KeepAlive keep them all, and the lease is lost when any name is lost (the
 // extend that finds one gone gives back the others). The names are taken without duplicates and
-// in one order (by hash slot, then key), all in one script: on a single server any names, on a
-// Redis Cluster names whose keys share a slot (an unfenced Lock's names with a common
-// {hash tag}); keys of several slots are refused with errc::cross_slot. See docs/locks.md,
-// "Several names at once".
+// in one order (by hash slot, then key). On a single server, and for names whose keys share a
+// slot, a try, an extend and a release are each one script, all or none. On a Redis Cluster,
+// names of several slots take one script per slot's names, sent together: a try that finds a
+// name busy gives back what the other slots' scripts took, so it still takes all or nothing,
+// though not atomically. See docs/locks.md, "Several names at once".
 #pragma once
 
 #include <algorithm>
@@ -87,12 +88,18 @@ class LockSetTry {
   const std::string& holder() const noexcept { return holder_; }
   const std::string& value() const noexcept { return value_; }
 
+  // Names of several slots are one script on a single server, one per slot's names on a
+  // cluster (Request::split_by_slot); a name busy in one part makes the try busy.
   Request request() const;
   Result<result_type> parse(const Reply& reply, const Timing& timing) const;
+  // Parts of which some took their names and some did not: what they took, given back.
+  std::optional<Request> leftover(const Reply& reply) const;
   std::optional<Request> on_unknown_outcome() const;
 
  private:
   bool writers() const noexcept { return !keys_.readers.empty(); }
+  // The ends of the runs of names whose keys share a slot, in the set's order.
+  std::vector<std::size_t> runs_of_slot() const;
 
   LockSetKeys keys_;
   std::optional<std::vector<FenceCounters>> fences_;
@@ -225,6 +232,7 @@ class TryLockSet {
       return result_type{};
     return result_type{detail::TokenAccess::make<LockToken<L>>(std::move(tried->lease))};
   }
+  std::optional<Request> leftover(const Reply& reply) const { return attempt_.leftover(reply); }
   std::optional<Request> on_unknown_outcome() const { return attempt_.on_unknown_outcome(); }
   void report(Observer& observer, const Result<result_type>& outcome,
               const Timing& timing) const noexcept {

@@ -95,6 +95,9 @@ struct Timing {
 // Optionally, `std::optional<Request> on_unknown_outcome() const` gives a request the client sends
 // (without waiting for it) when the call's outcome is unknown (it timed out or the connection was
 // lost after sending): an acquire uses it to release the lease it may have taken.
+// Optionally, `std::optional<Request> leftover(const Reply&) const` gives, from a reply about
+// to be parsed, a request the client sends (without waiting for it): a call sent as parts
+// (Request::split_by_slot) that took some of what it asked for and not the whole gives it back.
 // Optionally, `void report(Observer&, const Result<result_type>&, const Timing&) const` tells the
 // client's observer (observer.hpp) what the outcome means, whoever ran the query: acquires,
 // releases and extensions report themselves. It is called after parse(), on the connection's
@@ -111,6 +114,11 @@ concept ReportsOutcome = requires(const Q& q, Observer& observer,
                                   const Result<typename Q::result_type>& outcome,
                                   const Timing& timing) {
   q.report(observer, outcome, timing);
+};
+
+template <class Q>
+concept HasLeftoverCleanup = requires(const Q& q, const Reply& reply) {
+  { q.leftover(reply) } -> std::same_as<std::optional<Request>>;
 };
 
 template <class Q>

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "leasehold/detail/request.hpp"
 
@@ -97,6 +98,18 @@ class Request {
   // keys learnt elsewhere (a cluster asks the server for a raw command's keys).
   static void add_key(Keys& keys, std::uint16_t& slot, std::string_view key) noexcept;
 
+  // A request whose keys may span slots, given the requests that do its work slot by slot (a
+  // script over several names, run once per slot's names): on a Redis Cluster, when its keys
+  // span slots, its parts are sent in its place, each to its slot's node, and its reply is an
+  // array of their replies in order (each may be an error reply); they may run in any order and
+  // are not atomic together. A single server, or keys of one slot, run the request itself.
+  Request&& split_by_slot(std::vector<Request> parts) &&;
+  std::span<const Request> parts() const noexcept;
+  // True if a cluster sends its parts in its place.
+  bool sent_in_parts_on_cluster() const noexcept {
+    return parts_ != nullptr && keys() == Keys::cross_slot;
+  }
+
   // The RESP bytes, as hiredis formatted them (held in the buffer hiredis made: no copy).
   std::string_view bytes() const noexcept { return {bytes_.get(), size_}; }
   bool is_script() const noexcept { return script_ != nullptr; }
@@ -119,6 +132,7 @@ class Request {
   const Script* script_ = nullptr;  // for the EVAL fallback, which rereads the rest from bytes_
   void declare_key(std::string_view key) noexcept;
 
+  std::shared_ptr<const std::vector<Request>> parts_;  // split_by_slot's; shared, never changed
   bool retry_safe_ = false;
   bool grants_lease_ = false;
   // The declared keys are, in their order: the arguments [key_first_, key_first_ + key_count_) of

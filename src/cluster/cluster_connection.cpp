@@ -10,6 +10,8 @@
 #include <asio/use_awaitable.hpp>
 #include <numeric>
 
+#include "split_by_slot.hpp"
+
 namespace leasehold::detail {
 namespace {
 
@@ -87,6 +89,11 @@ asio::awaitable<void> ClusterConnection::refresh_loop() {
       break;
     refresh();
   }
+}
+
+// A request over keys of several slots that has parts goes as its parts.
+std::unique_ptr<Operation> ClusterConnection::prepare(std::unique_ptr<Operation> operation) {
+  return sent_in_parts(std::move(operation));
 }
 
 void ClusterConnection::accept(std::unique_ptr<Operation> operation) {

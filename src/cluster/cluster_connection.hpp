@@ -53,6 +53,7 @@ class ClusterConnection final : public TransportBase {
   std::shared_ptr<ClusterConnection> self() {
     return std::static_pointer_cast<ClusterConnection>(shared_from_this());
   }
+  std::unique_ptr<Operation> prepare(std::unique_ptr<Operation> operation) override;
   void accept(std::unique_ptr<Operation> operation) override;
   void cancel(std::uint64_t id, asio::cancellation_type type) override;
   bool ready() const override { return has_slot_map_; }

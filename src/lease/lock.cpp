@@ -116,6 +116,17 @@ std::shared_ptr<LeaseState> adopted_lease(std::string key, std::string_view valu
   return state;
 }
 
+bool lost_in_some_part(const Reply& reply) noexcept {
+  if (reply.type != Reply::Type::array)
+    return false;
+  const auto answered = [&reply](long long held) {
+    return std::any_of(reply.elements.begin(), reply.elements.end(), [held](const Reply& part) {
+      return part.type == Reply::Type::integer && part.integer == held;
+    });
+  };
+  return answered(0) && answered(1);  // an error part alone proves no loss
+}
+
 Request lease_request(const LeaseState& state, bool extend) {
   const LeaseKind& kind = state.kind != nullptr ? *state.kind : kLockLease;
   if (!extend && kind.release_request != nullptr)

@@ -1,5 +1,7 @@
 #include "leasehold/lock_set.hpp"
 
+#include <algorithm>
+
 #include "lease_scripts.hpp"
 #include "leasehold/detail/holder.hpp"
 #include "leasehold/detail/keys.hpp"
@@ -27,23 +29,61 @@ const Script& rw_set_lease_script() {
 
 constexpr std::size_t kMaxNames = 1000;
 
+// The ends of the runs of `names` lease keys that share a slot (they are ordered by slot).
+std::vector<std::size_t> slot_runs(std::span<const std::string_view> leases) {
+  std::vector<std::size_t> ends;
+  for (std::size_t i = 1; i <= leases.size(); ++i)
+    if (i == leases.size() || key_slot(leases[i]) != key_slot(leases[i - 1]))
+      ends.push_back(i);
+  return ends;
+}
+
+// The keys of names [begin, end) from `keys`: blocks of `names` keys each (the lease keys, then
+// their readers' sets, ...), every block in the names' order.
+std::vector<std::string_view> keys_of_names(std::span<const std::string_view> keys,
+                                            std::size_t names, std::size_t begin, std::size_t end) {
+  std::vector<std::string_view> out;
+  for (std::size_t block = 0; block + names <= keys.size(); block += names)
+    out.insert(out.end(), keys.begin() + block + begin, keys.begin() + block + end);
+  return out;
+}
+
+// `make(keys, names)` over every name, which a cluster sends as one call per slot's names
+// (Request::split_by_slot) when they span slots.
+template <class Make>
+Request per_slot(std::span<const std::string_view> keys, std::size_t names, Make make) {
+  Request whole = make(keys, names);
+  const std::vector<std::size_t> runs = slot_runs(keys.first(names));
+  if (runs.size() < 2)
+    return whole;
+  std::vector<Request> parts;
+  std::size_t begin = 0;
+  for (const std::size_t end : runs) {
+    parts.push_back(make(keys_of_names(keys, names, begin, end), end - begin));
+    begin = end;
+  }
+  return std::move(whole).split_by_slot(std::move(parts));
+}
+
 // The release (no TTL) or the extend of the lease `value` held on `keys` (for writers: the
 // writer keys, then the readers', queues and tickets): the value, the TTL or '', then each
 // name's release channel.
 Request set_lease_request(const Script& script, std::span<const std::string_view> keys,
                           std::size_t names, std::string_view value,
                           std::optional<std::chrono::milliseconds> ttl) {
-  std::vector<std::string> channels;
-  channels.reserve(names);
-  for (std::size_t i = 0; i < names; ++i)
-    channels.push_back(released_channel(keys[i]));
-  const DecimalDigits ttl_ms(ttl ? ttl->count() : 0);
-  std::vector<std::string_view> args{value, ttl ? ttl_ms.view() : std::string_view()};
-  args.insert(args.end(), channels.begin(), channels.end());
-  Request request = Request::script(script, keys, args);
-  if (ttl)
-    return std::move(request).grants_lease();
-  return request;
+  return per_slot(keys, names, [&](std::span<const std::string_view> some, std::size_t count) {
+    std::vector<std::string> channels;
+    channels.reserve(count);
+    for (std::size_t i = 0; i < count; ++i)
+      channels.push_back(released_channel(some[i]));
+    const DecimalDigits ttl_ms(ttl ? ttl->count() : 0);
+    std::vector<std::string_view> args{value, ttl ? ttl_ms.view() : std::string_view()};
+    args.insert(args.end(), channels.begin(), channels.end());
+    Request request = Request::script(script, some, args);
+    if (ttl)
+      return std::move(request).grants_lease();
+    return request;
+  });
 }
 
 // Every key of a lease on several names: `key`, then the others.
@@ -109,11 +149,49 @@ Request LockSetTry::request() const {
       keys.push_back(counters.own);
   }
   const DecimalDigits ttl(ttl_.count());
-  const DecimalDigits count(static_cast<long long>(keys_.leases.size()));
-  const std::string_view args[] = {value_, ttl.view(), count.view()};
   const Script& script = writers() ? rw_set_try_script() : lock_set_try_script();
-  return Request::script(script, keys, args).retry_safe().grants_lease();
+  return per_slot(keys, keys_.leases.size(),
+                  [&](std::span<const std::string_view> some, std::size_t names) {
+                    const DecimalDigits count(static_cast<long long>(names));
+                    const std::string_view args[] = {value_, ttl.view(), count.view()};
+                    return Request::script(script, some, args).retry_safe().grants_lease();
+                  });
 }
+
+namespace {
+
+// One script's reply for `names` names: {1, a fence per name} or {0, the busy name's place}.
+struct GroupReply {
+  bool taken = false;
+  std::size_t busy = 0;  // its place in the group, from 0
+  std::span<const Reply> fences;
+};
+
+std::optional<GroupReply> group_reply(const Reply& reply, std::size_t names) {
+  if (reply.type != Reply::Type::array || reply.elements.size() < 2)
+    return std::nullopt;
+  for (const Reply& element : reply.elements)
+    if (element.type != Reply::Type::integer || element.integer < 0)
+      return std::nullopt;
+  if (reply.elements[0].integer == 0) {
+    const long long busy = reply.elements[1].integer;
+    if (busy < 1 || static_cast<std::size_t>(busy) > names)
+      return std::nullopt;
+    return GroupReply{false, static_cast<std::size_t>(busy - 1), {}};
+  }
+  if (reply.elements.size() != names + 1)
+    return std::nullopt;
+  return GroupReply{true, 0, std::span<const Reply>(reply.elements).subspan(1)};
+}
+
+// A reply of the try's parts (one per slot's names, on a cluster), not of the whole script: an
+// array of their replies (arrays, or error replies), where the whole's starts with an integer.
+bool is_parts_reply(const Reply& reply) {
+  return reply.type == Reply::Type::array && !reply.elements.empty() &&
+         reply.elements[0].type != Reply::Type::integer;
+}
+
+}  // namespace
 
 Result<LockSetTried> LockSetTry::parse(const Reply& reply, const Timing& timing) const {
   if (reply.is_error())
@@ -121,20 +199,33 @@ Result<LockSetTried> LockSetTry::parse(const Reply& reply, const Timing& timing)
   const auto unexpected = [&] {
     return Result<LockSetTried>(make_error_code(errc::unexpected_reply), to_string(reply));
   };
-  if (reply.type != Reply::Type::array || reply.elements.size() < 2)
-    return unexpected();
-  for (const Reply& element : reply.elements) {
-    if (element.type != Reply::Type::integer || element.integer < 0)
+  // The whole script's reply, or its parts' in the order of the names.
+  std::vector<GroupReply> groups;
+  if (!is_parts_reply(reply)) {
+    const std::optional<GroupReply> whole = group_reply(reply, keys_.leases.size());
+    if (!whole)
       return unexpected();
-  }
-  if (reply.elements[0].integer == 0) {
-    const long long busy = reply.elements[1].integer;
-    if (busy < 1 || static_cast<std::size_t>(busy) > keys_.leases.size())
+    groups.push_back(*whole);
+  } else {
+    const std::vector<std::size_t> runs = runs_of_slot();
+    if (reply.elements.size() != runs.size())
       return unexpected();
-    return LockSetTried{nullptr, static_cast<std::size_t>(busy - 1)};
+    std::size_t begin = 0;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const Reply& part = reply.elements[i];
+      if (part.is_error())
+        return error_result<LockSetTried>(part);  // leftover() gives back the others
+      const std::optional<GroupReply> group = group_reply(part, runs[i] - begin);
+      if (!group)
+        return unexpected();
+      if (!group->taken)
+        return LockSetTried{nullptr, begin + group->busy};  // leftover() gives back the others
+      groups.push_back(*group);
+      begin = runs[i];
+    }
   }
-  if (reply.elements.size() != keys_.leases.size() + 1)
-    return unexpected();
+  if (!groups.front().taken)
+    return LockSetTried{nullptr, groups.front().busy};
   const Clock::time_point deadline = lease_deadline(timing.sent, ttl_);
   if (timing.received >= deadline)
     return granted_too_late<LockSetTried>();
@@ -145,11 +236,32 @@ Result<LockSetTried> LockSetTry::parse(const Reply& reply, const Timing& timing)
   for (const auto* more : {&keys_.readers, &keys_.queues, &keys_.tickets})
     lease->more_keys.insert(lease->more_keys.end(), more->begin(), more->end());
   if (fences_) {
-    for (std::size_t i = 1; i < reply.elements.size(); ++i)
-      lease->fences.push_back(static_cast<std::uint64_t>(reply.elements[i].integer));
+    for (const GroupReply& group : groups)
+      for (const Reply& fence : group.fences)
+        lease->fences.push_back(static_cast<std::uint64_t>(fence.integer));
     lease->fence = lease->fences.front();
   }
   return LockSetTried{std::move(lease), 0};
+}
+
+std::optional<Request> LockSetTry::leftover(const Reply& reply) const {
+  if (!is_parts_reply(reply))
+    return std::nullopt;  // one script: all or none
+  const auto taken = [](const Reply& part) {
+    return !part.is_error() && !part.elements.empty() &&
+           part.elements[0].type == Reply::Type::integer && part.elements[0].integer == 1;
+  };
+  // Some part took its names and another did not (busy, or an error reply): the lease is not
+  // this call's, and what it took is given back.
+  if (std::all_of(reply.elements.begin(), reply.elements.end(), taken) ||
+      std::none_of(reply.elements.begin(), reply.elements.end(), taken))
+    return std::nullopt;
+  return on_unknown_outcome();
+}
+
+std::vector<std::size_t> LockSetTry::runs_of_slot() const {
+  const std::vector<std::string_view> leases(keys_.leases.begin(), keys_.leases.end());
+  return slot_runs(leases);
 }
 
 std::optional<Request> LockSetTry::on_unknown_outcome() const {

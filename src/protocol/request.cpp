@@ -104,6 +104,7 @@ Request Request::command(std::span<const std::string> args) {
 Request::Request(const Request& other)
     : size_(other.size_),
       script_(other.script_),
+      parts_(other.parts_),
       retry_safe_(other.retry_safe_),
       grants_lease_(other.grants_lease_),
       keys_(other.keys_),
@@ -185,6 +186,17 @@ Request Request::with_call_head(std::string_view verb, std::string_view script) 
   request.slot_ = slot_;
   request.key_count_ = key_count_;
   return request;
+}
+
+Request&& Request::split_by_slot(std::vector<Request> parts) && {
+  parts_ = parts.empty() ? nullptr : std::make_shared<const std::vector<Request>>(std::move(parts));
+  return std::move(*this);
+}
+
+std::span<const Request> Request::parts() const noexcept {
+  if (parts_ == nullptr)
+    return {};
+  return *parts_;
 }
 
 void Request::add_key(Keys& keys, std::uint16_t& slot, std::string_view key) noexcept {

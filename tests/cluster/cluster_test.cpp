@@ -361,34 +361,6 @@ TEST_F(ClusterTest, FencedLocksKeepTheirCounterInTheLocksSlot) {
 
 // A lock set is one script: names whose keys share a slot (a common hash tag) are taken as one
 // lease; names of several slots are refused before anything is sent.
-TEST_F(ClusterTest, ALockSetTakesNamesOfOneSlotAndRefusesSeveralSlots) {
-  Client redis(cluster_->url());
-  const std::string ns = unique("set");  // the lock views it
-  const Lock<std::string> lock{ns, 10s};
-  const LockSet order(lock, {"{order-7}:sku-3", "{order-7}:sku-1", "{order-7}:sku-2"});
-  auto token = redis.process(order.try_lock());
-  ASSERT_TRUE(token);
-  for (const std::string& name : order.names())
-    EXPECT_FALSE(redis.process(lock.try_lock(name))) << name;
-  ASSERT_TRUE(redis.process(token->extend()));
-  EXPECT_TRUE(redis.process(token->release()));
-  EXPECT_TRUE(redis.process(lock.try_lock("{order-7}:sku-2")));
-
-  const LockSet spread(lock.with_fencing(), {"a", "b"});
-  try {
-    redis.process(spread.try_lock());
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), errc::cross_slot) << e.what();
-  }
-  EXPECT_EQ(cluster_
-                ->command(static_cast<std::size_t>(
-                              cluster_->master_of(key_slot(lock.with_fencing().key("a")))),
-                          {"EXISTS", lock.with_fencing().key("a")})
-                .integer,
-            0);
-}
-
 TEST_F(ClusterTest, ASingleServerGivenAsAClusterIsAClearError) {
   testing::RedisServer single;
   Client redis("redis-cluster://127.0.0.1:" + std::to_string(single.port()));

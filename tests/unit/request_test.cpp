@@ -444,4 +444,33 @@ TEST(RequestKeys, EveryAcquireAndLeaseCallIsRoutedByItsKeys) {
 }
 
 }  // namespace
+TEST(Request, PartsAreSentInItsPlaceOnlyWhenItsKeysSpanSlots) {
+  const Script script(kReturnOne);
+  const std::vector<std::string_view> spread = {"{a}x", "{b}y"};
+  const std::vector<std::string_view> together = {"{a}x", "{a}y"};
+  const auto parts = [&] {
+    std::vector<Request> made;
+    for (const std::string_view key : spread)
+      made.push_back(Request::script(script, std::span(&key, 1), {}));
+    return made;
+  };
+  const Request plain = Request::script(script, spread, {});
+  EXPECT_TRUE(plain.parts().empty());
+  EXPECT_FALSE(plain.sent_in_parts_on_cluster()) << "no parts: refused as cross-slot";
+
+  const Request split = Request::script(script, spread, {}).split_by_slot(parts());
+  ASSERT_EQ(split.parts().size(), 2u);
+  EXPECT_TRUE(split.sent_in_parts_on_cluster());
+  EXPECT_EQ(
+      split.parts()[1].bytes(),
+      Request::script(script, std::span<const std::string_view>(spread).subspan(1), {}).bytes());
+  const Request copy = split;  // a copy keeps them
+  EXPECT_EQ(copy.parts().size(), 2u);
+  EXPECT_EQ(copy.bytes(), split.bytes());
+
+  // Keys of one slot: the request itself goes, parts or not.
+  EXPECT_FALSE(
+      Request::script(script, together, {}).split_by_slot(parts()).sent_in_parts_on_cluster());
+}
+
 }  // namespace leasehold

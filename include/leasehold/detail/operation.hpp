@@ -234,6 +234,16 @@ void settle(Transport& core, const Q& query, const Result<typename Q::result_typ
   }
 }
 
+// Sends, without waiting, what a query asks for after `reply` (Query::leftover), before it is
+// parsed.
+template <Query Q>
+void clean_up_leftover(Transport& core, const Q& query, const Reply& reply) {
+  if constexpr (HasLeftoverCleanup<Q>) {
+    if (std::optional<Request> cleanup = query.leftover(reply))
+      send_without_waiting(core, std::move(*cleanup));
+  }
+}
+
 // The outcome of one query, from the connection's verdict and its reply. The operation runs its
 // own query once: it parses the reply as an rvalue (a query may then move what it has into the
 // outcome, and must leave what its clean-up and its report need when there is no value).
@@ -242,6 +252,8 @@ Result<typename Q::result_type> outcome_of(Transport& core, Q& query, std::error
                                            std::string&& detail, Reply& reply,
                                            const Operation& operation) {
   const Timing timing{operation.sent, connection_now(core)};
+  if (!error)
+    clean_up_leftover(core, query, reply);
   Result<typename Q::result_type> result =
       error ? Result<typename Q::result_type>(error, std::move(detail))
             : std::move(query).parse(std::move(reply), timing);
@@ -312,6 +324,7 @@ class BatchOperation final : public Operation {
     } else {
       results.reserve(queries_.size());
       for (std::size_t i = 0; i < queries_.size(); ++i) {
+        clean_up_leftover(core, queries_[i], replies_[i]);
         // Run once, as in outcome_of(): the query may move what it has into its outcome.
         results.push_back(std::move(queries_[i]).parse(std::move(replies_[i]), timing));
         settle(core, queries_[i], results.back(), timing, handed_out);

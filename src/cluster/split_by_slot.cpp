@@ -1,0 +1,78 @@
+#include "split_by_slot.hpp"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+namespace leasehold::detail {
+namespace {
+
+class PartsOperation final : public Operation {
+ public:
+  explicit PartsOperation(std::unique_ptr<Operation> whole) : whole_(std::move(whole)) {
+    sent = whole_->sent;
+    deadline = whole_->deadline;
+    id = whole_->id;  // cancelled by the whole's id
+    const std::span<const Request> requests = whole_->requests();
+    replies_.resize(requests.size());
+    unanswered_.resize(requests.size(), 1);
+    for (std::size_t index = 0; index < requests.size(); ++index) {
+      const Request& request = requests[index];
+      if (!request.sent_in_parts_on_cluster()) {
+        sent_.push_back(request);
+        origins_.push_back({index, kWhole});
+        continue;
+      }
+      const std::span<const Request> parts = request.parts();
+      replies_[index].type = Reply::Type::array;
+      replies_[index].elements.resize(parts.size());
+      unanswered_[index] = parts.size();
+      for (std::size_t part = 0; part < parts.size(); ++part) {
+        sent_.push_back(parts[part]);
+        origins_.push_back({index, part});
+      }
+    }
+    set_requests(sent_);
+  }
+
+  void on_reply(std::size_t index, Reply&& reply) override {
+    const Origin origin = origins_[index];
+    if (origin.part == kWhole) {
+      whole_->on_reply(origin.request, std::move(reply));
+      return;
+    }
+    replies_[origin.request].elements[origin.part] = std::move(reply);
+    if (--unanswered_[origin.request] == 0)
+      whole_->on_reply(origin.request, std::move(replies_[origin.request]));
+  }
+
+  void complete(Transport& core, std::error_code error, std::string detail) override {
+    whole_->handed_out = handed_out;
+    whole_->complete(core, error, std::move(detail));
+  }
+
+ private:
+  static constexpr std::size_t kWhole = static_cast<std::size_t>(-1);
+  struct Origin {
+    std::size_t request;  // in the whole's requests
+    std::size_t part;     // kWhole: the request itself
+  };
+
+  std::unique_ptr<Operation> whole_;
+  std::vector<Request> sent_;
+  std::vector<Origin> origins_;  // of each of sent_
+  std::vector<Reply> replies_;   // per request of the whole sent in parts: its parts' replies
+  std::vector<std::size_t> unanswered_;
+};
+
+}  // namespace
+
+std::unique_ptr<Operation> sent_in_parts(std::unique_ptr<Operation> operation) {
+  const std::span<const Request> requests = operation->requests();
+  if (std::none_of(requests.begin(), requests.end(),
+                   [](const Request& request) { return request.sent_in_parts_on_cluster(); }))
+    return operation;
+  return std::make_unique<PartsOperation>(std::move(operation));
+}
+
+}  // namespace leasehold::detail
