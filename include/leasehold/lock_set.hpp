@@ -80,8 +80,9 @@ class LockSetTry {
  public:
   using result_type = LockSetTried;
 
+  // `holder_label`: the label of the lease's holder (holder.hpp); empty: the process's.
   LockSetTry(LockSetKeys keys, std::optional<std::vector<FenceCounters>> fences,
-             std::chrono::milliseconds ttl);
+             std::chrono::milliseconds ttl, std::string_view holder_label = {});
 
   const std::vector<std::string>& keys() const noexcept { return keys_.leases; }
   const LeaseId& id() const noexcept { return id_; }
@@ -133,6 +134,16 @@ std::pair<std::vector<N>, std::vector<std::string>> ordered_names(std::span<cons
 }
 
 void validate_lock_set_size(std::size_t names);
+
+// The steps of a wait for a lock set (lock_set_until, Locker::with_locks): try the set; if a name
+// is busy, hold nothing and wait in turn for that name alone (turn_for(i): the wait of the i-th
+// name, made a step of the set's lease here), then try the set again at once; if another name
+// is busy then, give the first back and wait for that one. The lease, or null when the deadline
+// passed or `stop` or `also_stop` was requested. Throws Error as lock_until does.
+std::shared_ptr<LeaseState> wait_for_set(Client& client, const LockSetTry& attempt,
+                                         const std::function<TurnWait(std::size_t)>& turn_for,
+                                         Clock::time_point deadline, std::stop_token stop,
+                                         std::stop_token also_stop = {});
 
 }  // namespace detail
 
@@ -256,32 +267,16 @@ std::optional<LockToken<LockSet<L>>> lock_set_until(Client& client, const LockSe
                                                     std::stop_token stop = {}) {
   detail::check_not_io_thread(client, "lock_set_until");
   detail::validate(options);
-  const detail::LockSetTry attempt = set.attempt();
-  for (;;) {
-    detail::LockSetTried tried = client.process(attempt);
-    if (tried.lease)
-      return detail::TokenAccess::make<LockToken<LockSet<L>>>(std::move(tried.lease));
-    if (stop.stop_requested() || Clock::now() >= deadline)
-      return std::nullopt;
-    detail::TurnWait wait{detail::TurnAccess::contract(set.in_turn(set.names()[tried.busy])),
-                          deadline, options};
-    wait.id = attempt.id();
-    wait.holder = attempt.holder();
-    std::optional<LockToken<L>> one =
-        detail::wait_in_turn<LockToken<L>>(client, std::move(wait), stop);
-    if (!one)
-      return std::nullopt;
-    try {
-      tried = client.process(attempt);
-    } catch (...) {
-      std::error_code ignored;  // best effort: the lease runs out at its TTL otherwise
-      client.process(one->release(), ignored);
-      throw;
-    }
-    if (tried.lease)
-      return detail::TokenAccess::make<LockToken<LockSet<L>>>(std::move(tried.lease));
-    client.process(one->release());  // give it back, then wait for the busy one
-  }
+  std::shared_ptr<detail::LeaseState> lease = detail::wait_for_set(
+      client, set.attempt(),
+      [&](std::size_t busy) {
+        return detail::TurnWait{detail::TurnAccess::contract(set.in_turn(set.names()[busy])),
+                                deadline, options};
+      },
+      deadline, std::move(stop));
+  if (!lease)
+    return std::nullopt;
+  return detail::TokenAccess::make<LockToken<LockSet<L>>>(std::move(lease));
 }
 
 template <class L, class Rep, class Period>

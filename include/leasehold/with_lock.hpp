@@ -156,6 +156,19 @@ class Locker {
   detail::sync_callback_result_t<F> with_lock(std::string_view name, F&& callback,
                                               WithLockOptions options, std::stop_token caller_stop);
 
+  // Runs callback() or callback(std::stop_token) under the locks of every name in `names` at
+  // once, as one lease (lock_set.hpp): all of them or none, waited for in turn without holding
+  // one name while waiting for another (so calls on overlapping names never deadlock, whatever
+  // order they list them in), extended together, lost if any is lost. With fencing, fence(name)
+  // gives each name's fence inside the callback. Throws as with_lock does, and
+  // Error(errc::invalid_argument) for no names, more than 1 000, or raw keys. Reentrant when this
+  // thread's calls hold every name already; calls that hold some of them but not all are refused
+  // with Error(errc::invalid_argument): the set would wait for a name this thread holds.
+  template <class F>
+  detail::sync_callback_result_t<F> with_locks(std::vector<std::string> names, F&& callback,
+                                               WithLockOptions options = {},
+                                               std::stop_token caller_stop = {});
+
   // The async form: callback() or callback(LockContext) returns an asio::awaitable<R>. On a lost
   // lease it throws LockLostError at once, without waiting for the callback, which is cancelled;
   // likewise when the callback settles after the lease's deadline.
@@ -207,8 +220,35 @@ class Locker {
                                                              Clock::time_point deadline,
                                                              const WaitOptions& waiting,
                                                              std::stop_token stop);
+  // with_locks' names: without duplicates, in the order a lock set takes them, with their keys.
+  struct NamesAndKeys {
+    std::vector<std::string> names;
+    std::vector<std::string> keys;
+    // The names as messages quote a lock's: a', 'b (inside the message's quotes).
+    std::string quoted() const {
+      std::string text;
+      for (const std::string& name : names)
+        text += (text.empty() ? "" : "', '") + name;
+      return text;
+    }
+  };
+  NamesAndKeys lock_set_of(std::vector<std::string> names, const WithLockOptions& options) const;
+  // with_locks' acquire, as acquire() is with_lock's: every name as one lease.
+  std::optional<LockToken<detail::WithLockTag>> acquire_set(const NamesAndKeys& set,
+                                                            const WithLockOptions& options,
+                                                            std::stop_token caller_stop);
+  // The callback under `token`'s lease, which this thread's chain then holds as `keys` (each with
+  // its fence): the rest of with_lock and with_locks. `what` names the lock in a LockLostError.
+  template <class F>
+  detail::sync_callback_result_t<F> run_held(LockToken<detail::WithLockTag> token,
+                                             const std::vector<std::string>& keys,
+                                             std::string_view what, F& callback,
+                                             const WithLockOptions& options,
+                                             std::stop_token caller_stop);
   // Blocks until `stop` is requested; the fate of calls made after shutdown().
   void block_after_shutdown(std::stop_token stop);
+  // block_after_shutdown(), then Error(errc::closed): the end of a sync call after shutdown().
+  [[noreturn]] void end_after_shutdown(std::stop_token stop);
   static void validate(std::string_view name, const WithLockOptions& options);
   // Best-effort release; never throws.
   void release_quietly(const std::shared_ptr<detail::LeaseState>& lease) noexcept;

@@ -131,12 +131,12 @@ void validate_lock_set_size(std::size_t names) {
 }
 
 LockSetTry::LockSetTry(LockSetKeys keys, std::optional<std::vector<FenceCounters>> fences,
-                       std::chrono::milliseconds ttl)
+                       std::chrono::milliseconds ttl, std::string_view holder_label)
     : keys_(std::move(keys)),
       fences_(std::move(fences)),
       ttl_(ttl),
       id_(LeaseId::generate()),
-      holder_(holder_suffix()),
+      holder_(holder_suffix(holder_label)),
       value_(id_.hex() + holder_) {}
 
 Request LockSetTry::request() const {
@@ -271,6 +271,37 @@ std::optional<Request> LockSetTry::on_unknown_outcome() const {
   for (const auto* more : {&keys_.readers, &keys_.queues, &keys_.tickets})
     keys.insert(keys.end(), more->begin(), more->end());
   return set_lease_request(rw_set_lease_script(), keys, keys_.leases.size(), value_, std::nullopt);
+}
+
+std::shared_ptr<LeaseState> wait_for_set(Client& client, const LockSetTry& attempt,
+                                         const std::function<TurnWait(std::size_t)>& turn_for,
+                                         Clock::time_point deadline, std::stop_token stop,
+                                         std::stop_token also_stop) {
+  const auto ended = [&] {
+    return stop.stop_requested() || also_stop.stop_requested() || Clock::now() >= deadline;
+  };
+  for (;;) {
+    LockSetTried tried = client.process(attempt);
+    if (tried.lease || ended())
+      return std::move(tried.lease);
+    TurnWait wait = turn_for(tried.busy);
+    wait.id = attempt.id();
+    wait.holder = attempt.holder();
+    std::optional<LockToken<void>> one =
+        wait_in_turn<LockToken<void>>(client, std::move(wait), stop, also_stop);
+    if (!one)
+      return nullptr;
+    try {
+      tried = client.process(attempt);
+    } catch (...) {
+      std::error_code ignored;  // best effort: the lease runs out at its TTL otherwise
+      client.process(one->release(), ignored);
+      throw;
+    }
+    if (tried.lease)
+      return std::move(tried.lease);
+    client.process(one->release());  // give it back, then wait for the busy one
+  }
 }
 
 }  // namespace leasehold::detail

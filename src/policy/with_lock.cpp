@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "leasehold/detail/timer.hpp"
+#include "leasehold/lock_set.hpp"
 #include "leasehold/raw_lock.hpp"
 
 namespace leasehold {
@@ -223,6 +224,11 @@ void Locker::block_after_shutdown(std::stop_token stop) {
   changed_.wait(lock, [&] { return stop.stop_requested(); });
 }
 
+void Locker::end_after_shutdown(std::stop_token stop) {
+  block_after_shutdown(std::move(stop));
+  throw Error(make_error_code(errc::closed), "the locker was shut down");
+}
+
 void Locker::release_quietly(const std::shared_ptr<detail::LeaseState>& lease) noexcept {
   try {
     std::error_code ignored;
@@ -283,6 +289,58 @@ void Locker::shutdown() noexcept {
 std::optional<LockToken<detail::WithLockTag>> Locker::try_once(std::string_view name,
                                                                std::chrono::milliseconds ttl) {
   return client_.process(try_lock_query(name, ttl));
+}
+
+Locker::NamesAndKeys Locker::lock_set_of(std::vector<std::string> names,
+                                         const WithLockOptions& options) const {
+  if (raw_)
+    throw Error(make_error_code(errc::invalid_argument),
+                "with_locks needs leasehold's own keys: a Locker with raw keys shares single "
+                "locks with other clients, which know no lock sets");
+  for (const std::string& name : names)
+    validate(name, options);
+  auto [ordered, keys] = detail::ordered_names<std::string>(
+      names, [this](const std::string& name) { return key(name); });
+  detail::validate_lock_set_size(ordered.size());
+  return {std::move(ordered), std::move(keys)};
+}
+
+std::optional<LockToken<detail::WithLockTag>> Locker::acquire_set(const NamesAndKeys& set,
+                                                                  const WithLockOptions& options,
+                                                                  std::stop_token caller_stop) {
+  std::optional<std::vector<detail::FenceCounters>> fences;
+  if (fencing()) {
+    fences.emplace();
+    for (const std::string& name : set.names)
+      fences->push_back(*fence_counters(name));
+  }
+  const detail::LockSetTry attempt(detail::LockSetKeys{set.keys, {}, {}, {}}, std::move(fences),
+                                   options.ttl, holder_label_);
+  std::shared_ptr<detail::LeaseState> lease;
+  if (options.retry_attempts == 0) {
+    lease = client_.process(attempt).lease;
+  } else {
+    if (client_.running_in_io_thread())
+      throw Error(make_error_code(errc::called_from_io_thread),
+                  "with_locks was called on the client's I/O thread");
+    const Clock::time_point deadline = wait_deadline(options);
+    const WaitOptions waits = waiting(options);
+    lease = detail::wait_for_set(
+        client_, attempt,
+        [&](std::size_t busy) { return turn_wait(set.names[busy], options.ttl, deadline, waits); },
+        deadline, caller_stop, shutdown_stop_.get_token());
+    if (!lease && is_shut_down())
+      return std::nullopt;
+    if (!lease && caller_stop.stop_requested())
+      throw Error(make_error_code(errc::closed), "with_locks was cancelled by its stop token");
+  }
+  if (!lease)
+    throw busy(set.quoted(), options);
+  if (caller_stop.stop_requested()) {  // the lease it got anyway is given back, unused
+    release_quietly(lease);
+    throw Error(make_error_code(errc::closed), "with_locks was cancelled by its stop token");
+  }
+  return detail::TokenAccess::make<LockToken<detail::WithLockTag>>(std::move(lease));
 }
 
 std::optional<LockToken<detail::WithLockTag>> Locker::acquire(std::string_view name,

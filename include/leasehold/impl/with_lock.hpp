@@ -17,7 +17,6 @@ template <class F>
 detail::sync_callback_result_t<F> Locker::with_lock(std::string_view name, F&& callback,
                                                     WithLockOptions options,
                                                     std::stop_token caller_stop) {
-  using R = detail::sync_callback_result_t<F>;
   validate(name, options);
   const std::string lock_key = key(name);
 
@@ -29,24 +28,70 @@ detail::sync_callback_result_t<F> Locker::with_lock(std::string_view name, F&& c
     }
   }
 
-  const auto after_shutdown = [&]() -> R {
-    block_after_shutdown(caller_stop);
-    throw Error(make_error_code(errc::closed), "the locker was shut down");
-  };
   if (is_shut_down())
-    return after_shutdown();
+    end_after_shutdown(caller_stop);
   std::optional<LockToken<detail::WithLockTag>> token = acquire(name, options, caller_stop);
   if (!token)
-    return after_shutdown();
+    end_after_shutdown(caller_stop);
+  return run_held(std::move(*token), {lock_key}, name, callback, options, caller_stop);
+}
+
+template <class F>
+detail::sync_callback_result_t<F> Locker::with_locks(std::vector<std::string> names, F&& callback,
+                                                     WithLockOptions options,
+                                                     std::stop_token caller_stop) {
+  const NamesAndKeys set = lock_set_of(std::move(names), options);
+  // Reentrant: this thread's call chain holds every name already.
+  auto& chain = detail::this_thread_chain();
+  std::optional<std::stop_token> held_stop;
+  std::size_t held = 0;
+  for (const std::string& lock_key : set.keys) {
+    for (const auto& entry : chain) {
+      if (entry.locker == this && entry.key == lock_key) {
+        ++held;
+        held_stop = entry.stop;
+        break;
+      }
+    }
+  }
+  if (held == set.keys.size())
+    return detail::invoke_callback(callback, *held_stop);
+  if (held > 0)
+    throw Error(make_error_code(errc::invalid_argument),
+                "with_locks: this thread holds some of these names already but not all; a set "
+                "taken now would wait for a name its own caller holds (take the whole set in "
+                "the outer call)");
+
+  if (is_shut_down())
+    end_after_shutdown(caller_stop);
+  std::optional<LockToken<detail::WithLockTag>> token = acquire_set(set, options, caller_stop);
+  if (!token)
+    end_after_shutdown(caller_stop);
+  return run_held(std::move(*token), set.keys, set.quoted(), callback, options, caller_stop);
+}
+
+template <class F>
+detail::sync_callback_result_t<F> Locker::run_held(LockToken<detail::WithLockTag> token,
+                                                   const std::vector<std::string>& keys,
+                                                   std::string_view what, F& callback,
+                                                   const WithLockOptions& options,
+                                                   std::stop_token caller_stop) {
+  using R = detail::sync_callback_result_t<F>;
+  const std::vector<std::uint64_t> fences =
+      token.fences().empty()
+          ? std::vector<std::uint64_t>{token.fence().value_or(0)}
+          : std::vector<std::uint64_t>(token.fences().begin(), token.fences().end());
   // Kept alive and registered; its stop token is requested when the lease is lost or the locker
   // shuts down.
-  LeaseGuard guard(*this, std::move(*token), options.max_hold);
+  LeaseGuard guard(*this, std::move(token), options.max_hold);
   if (!guard)  // shut down while acquiring: the callback never runs
-    return after_shutdown();
+    end_after_shutdown(caller_stop);
 
   std::exception_ptr thrown;
   std::optional<detail::Stored<R>> value;
-  chain.push_back({this, lock_key, guard.stop_token(), guard.fence().value_or(0)});
+  auto& chain = detail::this_thread_chain();
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    chain.push_back({this, keys[i], guard.stop_token(), i < fences.size() ? fences[i] : 0});
   try {
     if constexpr (std::is_void_v<R>) {
       detail::invoke_callback(callback, guard.stop_token());
@@ -57,11 +102,11 @@ detail::sync_callback_result_t<F> Locker::with_lock(std::string_view name, F&& c
   } catch (...) {
     thrown = std::current_exception();
   }
-  chain.pop_back();
+  chain.resize(chain.size() - keys.size());
   const Clock::time_point settled_at = Clock::now();
   guard.release();  // as soon as the callback settled
   // The loss outranks what the callback returned or threw.
-  detail::throw_if_lock_lost(name, detail::lock_ending(guard, settled_at));
+  detail::throw_if_lock_lost(what, detail::lock_ending(guard, settled_at));
   if (thrown)
     std::rethrow_exception(thrown);
   if constexpr (!std::is_void_v<R>)
