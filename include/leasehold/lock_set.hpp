@@ -135,15 +135,15 @@ std::pair<std::vector<N>, std::vector<std::string>> ordered_names(std::span<cons
 
 void validate_lock_set_size(std::size_t names);
 
-// The steps of a wait for a lock set (lock_set_until, Locker::with_locks): try the set; if a name
-// is busy, hold nothing and wait in turn for that name alone (turn_for(i): the wait of the i-th
-// name, made a step of the set's lease here), then try the set again at once; if another name
-// is busy then, give the first back and wait for that one. The lease, or null when the deadline
-// passed or `stop` or `also_stop` was requested. Throws Error as lock_until does.
-std::shared_ptr<LeaseState> wait_for_set(Client& client, const LockSetTry& attempt,
-                                         const std::function<TurnWait(std::size_t)>& turn_for,
-                                         Clock::time_point deadline, std::stop_token stop,
-                                         std::stop_token also_stop = {});
+// A wait for a lock set (lock_set_until, Locker::with_locks), as a TurnWaitHandle: try the set; if
+// a name is busy, hold nothing and wait in turn for that name alone (turn_for(i): the wait of the
+// i-th name, made a step of the set's lease here), then try the set again at once; if another
+// name is busy then, give the first back and wait for that one. `done` gets the set's lease;
+// none when `deadline` passed; an error (with its detail) that ended it, operation_aborted when
+// cancelled, and then nothing is left taken.
+std::shared_ptr<TurnWaitHandle> make_lock_set_wait(Client& client, LockSetTry attempt,
+                                                   std::function<TurnWait(std::size_t)> turn_for,
+                                                   Clock::time_point deadline, TurnWaitDone done);
 
 }  // namespace detail
 
@@ -207,6 +207,14 @@ class LockSet {
     else
       return lock_.in_turn(name);
   }
+  // The waits in turn for each name alone (by its place in names()), for make_lock_set_wait.
+  std::function<detail::TurnWait(std::size_t)> turns(Clock::time_point deadline,
+                                                     WaitOptions options) const {
+    return [set = *this, deadline, options](std::size_t busy) {
+      return detail::TurnWait{detail::TurnAccess::contract(set.in_turn(set.names()[busy])),
+                              deadline, options};
+    };
+  }
 
  private:
   static std::string lease_key(const L& lock, const name_type& name) {
@@ -267,16 +275,12 @@ std::optional<LockToken<LockSet<L>>> lock_set_until(Client& client, const LockSe
                                                     std::stop_token stop = {}) {
   detail::check_not_io_thread(client, "lock_set_until");
   detail::validate(options);
-  std::shared_ptr<detail::LeaseState> lease = detail::wait_for_set(
-      client, set.attempt(),
-      [&](std::size_t busy) {
-        return detail::TurnWait{detail::TurnAccess::contract(set.in_turn(set.names()[busy])),
-                                deadline, options};
+  return detail::wait_with<LockToken<LockSet<L>>>(
+      [&](detail::TurnWaitDone done) {
+        return detail::make_lock_set_wait(client, set.attempt(), set.turns(deadline, options),
+                                          deadline, std::move(done));
       },
-      deadline, std::move(stop));
-  if (!lease)
-    return std::nullopt;
-  return detail::TokenAccess::make<LockToken<LockSet<L>>>(std::move(lease));
+      std::move(stop));
 }
 
 template <class L, class Rep, class Period>
@@ -289,108 +293,6 @@ std::optional<LockToken<LockSet<L>>> lock_set_for(Client& client, const LockSet<
                         options, std::move(stop));
 }
 
-namespace detail {
-
-// lock_set_until on the client's strand, with callbacks (async_lock_set_until): the same steps,
-// each an async call. `done` is called once, on the strand.
-template <class L>
-class LockSetWait : public std::enable_shared_from_this<LockSetWait<L>> {
- public:
-  using Token = LockToken<LockSet<L>>;
-  using Done = UniqueFunction<void(std::error_code, std::optional<Token>)>;
-
-  LockSetWait(Client& client, const LockSet<L>& set, Clock::time_point deadline,
-              WaitOptions options, Done done)
-      : client_(client),
-        set_(set),
-        attempt_(set_.attempt()),
-        deadline_(deadline),
-        options_(options),
-        done_(std::move(done)) {}
-
-  void start() { try_all(); }
-
-  // From any thread: ends the wait with operation_aborted, giving back whatever it holds.
-  void cancel() {
-    asio::post(client_.get_executor(), [self = this->shared_from_this()] {
-      self->cancelled_ = true;
-      if (self->waiting_)
-        self->waiting_->cancel();  // on_one() then ends the wait
-    });
-  }
-
- private:
-  void try_all() {
-    client_.async_process(
-        attempt_, [self = this->shared_from_this()](std::error_code ec, LockSetTried tried) {
-          self->on_tried(ec, std::move(tried));
-        });
-  }
-
-  void on_tried(std::error_code ec, LockSetTried tried) {
-    if (!ec && tried.lease) {
-      one_.reset();  // a name of the set now
-      if (cancelled_) {
-        give_back(std::move(tried.lease));
-        return finish(asio::error::operation_aborted);
-      }
-      return finish({}, TokenAccess::make<Token>(std::move(tried.lease)));
-    }
-    if (one_)
-      give_back(std::move(one_));
-    if (ec || cancelled_)
-      return finish(ec ? ec : std::error_code(asio::error::operation_aborted));
-    if (Clock::now() >= deadline_)
-      return finish({});
-    TurnWait wait{TurnAccess::contract(set_.in_turn(set_.names()[tried.busy])), deadline_,
-                  options_};
-    wait.id = attempt_.id();
-    wait.holder = attempt_.holder();
-    waiting_ = make_turn_wait(client_, std::move(wait),
-                              [self = this->shared_from_this()](std::error_code ec, std::string,
-                                                                std::shared_ptr<LeaseState> one) {
-                                self->on_one(ec, std::move(one));
-                              });
-    waiting_->start();
-  }
-
-  void on_one(std::error_code ec, std::shared_ptr<LeaseState> one) {
-    waiting_.reset();
-    if (ec || !one)
-      return finish(ec);
-    one_ = std::move(one);
-    if (cancelled_) {
-      give_back(std::move(one_));
-      return finish(asio::error::operation_aborted);
-    }
-    try_all();
-  }
-
-  // Best effort, not waited for: a lease not given back runs out at its TTL.
-  void give_back(std::shared_ptr<LeaseState> lease) {
-    client_.async_process(ReleaseLock<void>(std::move(lease)), [](std::error_code, bool) {});
-  }
-
-  void finish(std::error_code ec, std::optional<Token> token = std::nullopt) {
-    if (done_) {
-      Done done = std::move(done_);
-      done(ec, std::move(token));
-    }
-  }
-
-  Client& client_;
-  LockSet<L> set_;
-  LockSetTry attempt_;
-  Clock::time_point deadline_;
-  WaitOptions options_;
-  Done done_;
-  std::shared_ptr<TurnWaitHandle> waiting_;
-  std::shared_ptr<LeaseState> one_;  // the busy name's lease, taken in turn
-  bool cancelled_ = false;
-};
-
-}  // namespace detail
-
 // The async form of lock_set_until; completion signature
 // void(std::error_code, std::optional<LockToken<LockSet<L>>>). Cancelling it (its handler's
 // cancellation slot, any type) ends it with operation_aborted, leaving no key and no place.
@@ -398,29 +300,14 @@ template <class L, class CompletionToken>
 auto async_lock_set_until(Client& client, const LockSet<L>& set, Clock::time_point deadline,
                           WaitOptions options, CompletionToken&& token) {
   detail::validate(options);
-  using Result = std::optional<LockToken<LockSet<L>>>;
-  return asio::async_initiate<CompletionToken, void(std::error_code, Result)>(
-      [&client](auto handler, LockSet<L> set, Clock::time_point deadline, WaitOptions options) {
-        auto slot = asio::get_associated_cancellation_slot(handler);
-        using Executor = asio::associated_executor_t<decltype(handler), asio::any_io_executor>;
-        detail::CompletionExecutor<Executor> work(
-            asio::get_associated_executor(handler, client.get_executor()));
-        auto wait = std::make_shared<detail::LockSetWait<L>>(
-            client, set, deadline, options,
-            [work = std::move(work), handler = std::move(handler)](std::error_code ec,
-                                                                   Result result) mutable {
-              work.complete(std::move(handler), ec, std::move(result));
-            });
-        if (slot.is_connected()) {
-          slot.assign(
-              [weak = std::weak_ptr<detail::LockSetWait<L>>(wait)](asio::cancellation_type) {
-                if (const auto alive = weak.lock())
-                  alive->cancel();
-              });
-        }
-        wait->start();
+  return detail::async_wait_with<LockToken<LockSet<L>>>(
+      client,
+      [&client, attempt = set.attempt(), turns = set.turns(deadline, options),
+       deadline](detail::TurnWaitDone done) mutable {
+        return detail::make_lock_set_wait(client, std::move(attempt), std::move(turns), deadline,
+                                          std::move(done));
       },
-      token, set, deadline, options);
+      std::stop_token{}, std::forward<CompletionToken>(token));
 }
 
 template <class L, class CompletionToken>

@@ -1,6 +1,7 @@
 #include "leasehold/lock_set.hpp"
 
 #include <algorithm>
+#include <asio/post.hpp>
 
 #include "lease_scripts.hpp"
 #include "leasehold/detail/holder.hpp"
@@ -273,35 +274,109 @@ std::optional<Request> LockSetTry::on_unknown_outcome() const {
   return set_lease_request(rw_set_lease_script(), keys, keys_.leases.size(), value_, std::nullopt);
 }
 
-std::shared_ptr<LeaseState> wait_for_set(Client& client, const LockSetTry& attempt,
-                                         const std::function<TurnWait(std::size_t)>& turn_for,
-                                         Clock::time_point deadline, std::stop_token stop,
-                                         std::stop_token also_stop) {
-  const auto ended = [&] {
-    return stop.stop_requested() || also_stop.stop_requested() || Clock::now() >= deadline;
-  };
-  for (;;) {
-    LockSetTried tried = client.process(attempt);
-    if (tried.lease || ended())
-      return std::move(tried.lease);
-    TurnWait wait = turn_for(tried.busy);
-    wait.id = attempt.id();
-    wait.holder = attempt.holder();
-    std::optional<LockToken<void>> one =
-        wait_in_turn<LockToken<void>>(client, std::move(wait), stop, also_stop);
-    if (!one)
-      return nullptr;
-    try {
-      tried = client.process(attempt);
-    } catch (...) {
-      std::error_code ignored;  // best effort: the lease runs out at its TTL otherwise
-      client.process(one->release(), ignored);
-      throw;
-    }
-    if (tried.lease)
-      return std::move(tried.lease);
-    client.process(one->release());  // give it back, then wait for the busy one
+namespace {
+
+// make_lock_set_wait's wait: each step an async call on the client's strand.
+class LockSetWait final : public TurnWaitHandle, public std::enable_shared_from_this<LockSetWait> {
+ public:
+  LockSetWait(Client& client, LockSetTry attempt, std::function<TurnWait(std::size_t)> turn_for,
+              Clock::time_point deadline, TurnWaitDone done)
+      : client_(client),
+        attempt_(std::move(attempt)),
+        turn_for_(std::move(turn_for)),
+        deadline_(deadline),
+        done_(std::move(done)) {}
+
+  void start() override { try_all(); }
+
+  // From any thread: ends the wait with operation_aborted, giving back whatever it holds.
+  void cancel() override {
+    asio::post(client_.get_executor(), [self = shared_from_this()] {
+      self->cancelled_ = true;
+      if (self->waiting_)
+        self->waiting_->cancel();  // on_one() then ends the wait
+    });
   }
+
+ private:
+  void try_all() {
+    client_.async_process(attempt_, tried_diagnostics_,
+                          [self = shared_from_this()](std::error_code ec, LockSetTried tried) {
+                            self->on_tried(ec, std::move(tried));
+                          });
+  }
+
+  void on_tried(std::error_code ec, LockSetTried tried) {
+    if (!ec && tried.lease) {
+      one_.reset();  // a name of the set now
+      if (cancelled_) {
+        give_back(std::move(tried.lease));
+        return finish(asio::error::operation_aborted);
+      }
+      return finish({}, {}, std::move(tried.lease));
+    }
+    if (one_)
+      give_back(std::move(one_));
+    if (ec)
+      return finish(ec, tried_diagnostics_.message());
+    if (cancelled_)
+      return finish(asio::error::operation_aborted);
+    if (Clock::now() >= deadline_)
+      return finish({});
+    TurnWait wait = turn_for_(tried.busy);
+    wait.id = attempt_.id();
+    wait.holder = attempt_.holder();
+    waiting_ = make_turn_wait(client_, std::move(wait),
+                              [self = shared_from_this()](std::error_code ec, std::string detail,
+                                                          std::shared_ptr<LeaseState> one) {
+                                self->on_one(ec, std::move(detail), std::move(one));
+                              });
+    waiting_->start();
+  }
+
+  void on_one(std::error_code ec, std::string detail, std::shared_ptr<LeaseState> one) {
+    waiting_.reset();
+    if (ec || !one)
+      return finish(ec, std::move(detail));
+    one_ = std::move(one);
+    if (cancelled_) {
+      give_back(std::move(one_));
+      return finish(asio::error::operation_aborted);
+    }
+    try_all();
+  }
+
+  // Best effort, not waited for: a lease not given back runs out at its TTL.
+  void give_back(std::shared_ptr<LeaseState> lease) {
+    client_.async_process(ReleaseLock<void>(std::move(lease)), [](std::error_code, bool) {});
+  }
+
+  void finish(std::error_code ec, std::string detail = {},
+              std::shared_ptr<LeaseState> lease = nullptr) {
+    if (done_) {
+      TurnWaitDone done = std::move(done_);
+      done(ec, std::move(detail), std::move(lease));
+    }
+  }
+
+  Client& client_;
+  const LockSetTry attempt_;
+  const std::function<TurnWait(std::size_t)> turn_for_;
+  const Clock::time_point deadline_;
+  TurnWaitDone done_;
+  Diagnostics tried_diagnostics_;  // of the try in flight
+  std::shared_ptr<TurnWaitHandle> waiting_;
+  std::shared_ptr<LeaseState> one_;  // the busy name's lease, taken in turn
+  bool cancelled_ = false;
+};
+
+}  // namespace
+
+std::shared_ptr<TurnWaitHandle> make_lock_set_wait(Client& client, LockSetTry attempt,
+                                                   std::function<TurnWait(std::size_t)> turn_for,
+                                                   Clock::time_point deadline, TurnWaitDone done) {
+  return std::make_shared<LockSetWait>(client, std::move(attempt), std::move(turn_for), deadline,
+                                       std::move(done));
 }
 
 }  // namespace leasehold::detail

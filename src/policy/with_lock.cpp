@@ -325,10 +325,19 @@ std::optional<LockToken<detail::WithLockTag>> Locker::acquire_set(const NamesAnd
                   "with_locks was called on the client's I/O thread");
     const Clock::time_point deadline = wait_deadline(options);
     const WaitOptions waits = waiting(options);
-    lease = detail::wait_for_set(
-        client_, attempt,
-        [&](std::size_t busy) { return turn_wait(set.names[busy], options.ttl, deadline, waits); },
-        deadline, caller_stop, shutdown_stop_.get_token());
+    std::optional<LockToken<detail::WithLockTag>> token =
+        detail::wait_with<LockToken<detail::WithLockTag>>(
+            [&](detail::TurnWaitDone done) {
+              return detail::make_lock_set_wait(
+                  client_, attempt,
+                  [this, names = set.names, ttl = options.ttl, deadline, waits](std::size_t busy) {
+                    return turn_wait(names[busy], ttl, deadline, waits);
+                  },
+                  deadline, std::move(done));
+            },
+            caller_stop, shutdown_stop_.get_token());
+    if (token)
+      lease = detail::TokenAccess::state(*token);
     if (!lease && is_shut_down())
       return std::nullopt;
     if (!lease && caller_stop.stop_requested())

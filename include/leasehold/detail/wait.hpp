@@ -10,6 +10,7 @@
 #include <stop_token>
 #include <string>
 #include <system_error>
+#include <utility>
 
 #include "leasehold/client.hpp"
 #include "leasehold/clock.hpp"
@@ -58,11 +59,11 @@ std::shared_ptr<TurnWaitHandle> make_turn_wait(Client& client, TurnWait wait, Tu
 
 void check_not_io_thread(const Client& client, const char* what);
 
-// Waits on the calling thread (not the client's I/O thread): the Token, or none when the
-// deadline passed or either stop token was requested. Throws the failure that ended the wait.
-template <class Token>
-std::optional<Token> wait_in_turn(Client& client, TurnWait wait, std::stop_token stop,
-                                  std::stop_token also_stop = {}) {
+// Waits on the calling thread (not the client's I/O thread) for the wait that make(done) makes
+// (make_turn_wait's, a lock set's): the Token, or none when the deadline passed or either stop
+// token was requested. Throws the failure that ended the wait.
+template <class Token, class Make>
+std::optional<Token> wait_with(Make&& make, std::stop_token stop, std::stop_token also_stop = {}) {
   struct Outcome {
     std::error_code error;
     std::string detail;
@@ -70,11 +71,10 @@ std::optional<Token> wait_in_turn(Client& client, TurnWait wait, std::stop_token
   };
   std::promise<Outcome> promise;
   std::future<Outcome> future = promise.get_future();
-  const std::shared_ptr<TurnWaitHandle> started = make_turn_wait(
-      client, std::move(wait),
+  const std::shared_ptr<TurnWaitHandle> started = std::forward<Make>(make)(TurnWaitDone(
       [&promise](std::error_code ec, std::string why, std::shared_ptr<LeaseState> state) {
         promise.set_value({ec, std::move(why), std::move(state)});
-      });
+      }));
   started->start();
   const std::stop_callback on_stop(stop, [&started] { started->cancel(); });
   const std::stop_callback on_also_stop(also_stop, [&started] { started->cancel(); });
@@ -87,23 +87,33 @@ std::optional<Token> wait_in_turn(Client& client, TurnWait wait, std::stop_token
   return TokenAccess::make<Token>(std::move(outcome.state));
 }
 
-// The async form; completion signature void(std::error_code, std::optional<Token>).
+// wait_with() for a wait in turn for one lease.
+template <class Token>
+std::optional<Token> wait_in_turn(Client& client, TurnWait wait, std::stop_token stop,
+                                  std::stop_token also_stop = {}) {
+  return wait_with<Token>(
+      [&client, &wait](TurnWaitDone done) {
+        return make_turn_wait(client, std::move(wait), std::move(done));
+      },
+      std::move(stop), std::move(also_stop));
+}
+
+// The async form of wait_with(); completion signature void(std::error_code, std::optional<Token>).
 // Cancelling it (its handler's cancellation slot, any type) or requesting `also_stop` ends it
-// with operation_aborted.
-template <class Token, class CompletionToken>
-auto async_wait_in_turn(Client& client, TurnWait wait, std::stop_token also_stop,
-                        CompletionToken&& token) {
+// with operation_aborted. `make` is kept until the wait starts.
+template <class Token, class Make, class CompletionToken>
+auto async_wait_with(Client& client, Make make, std::stop_token also_stop,
+                     CompletionToken&& token) {
   using Result = std::optional<Token>;
   return asio::async_initiate<CompletionToken, void(std::error_code, Result)>(
-      [&client](auto handler, TurnWait wait, std::stop_token also_stop) {
+      [&client](auto handler, Make make, std::stop_token also_stop) {
         auto slot = asio::get_associated_cancellation_slot(handler);
         using Executor = asio::associated_executor_t<decltype(handler), asio::any_io_executor>;
         CompletionExecutor<Executor> work(
             asio::get_associated_executor(handler, client.get_executor()));
         // Registered before the wait starts, dropped when it ends.
         auto on_stop = std::make_shared<std::optional<std::stop_callback<std::function<void()>>>>();
-        auto started = make_turn_wait(
-            client, std::move(wait),
+        auto started = std::move(make)(TurnWaitDone(
             [work = std::move(work), handler = std::move(handler), on_stop](
                 std::error_code ec, std::string, std::shared_ptr<LeaseState> state) mutable {
               on_stop->reset();
@@ -111,7 +121,7 @@ auto async_wait_in_turn(Client& client, TurnWait wait, std::stop_token also_stop
               if (state)
                 result.emplace(TokenAccess::make<Token>(std::move(state)));
               work.complete(std::move(handler), ec, std::move(result));
-            });
+            }));
         const std::weak_ptr<TurnWaitHandle> weak(started);
         const auto cancel = [weak] {
           if (const auto alive = weak.lock())
@@ -122,7 +132,19 @@ auto async_wait_in_turn(Client& client, TurnWait wait, std::stop_token also_stop
           slot.assign([cancel](asio::cancellation_type) { cancel(); });
         started->start();
       },
-      token, std::move(wait), std::move(also_stop));
+      token, std::move(make), std::move(also_stop));
+}
+
+// async_wait_with() for a wait in turn for one lease.
+template <class Token, class CompletionToken>
+auto async_wait_in_turn(Client& client, TurnWait wait, std::stop_token also_stop,
+                        CompletionToken&& token) {
+  return async_wait_with<Token>(
+      client,
+      [&client, wait = std::move(wait)](TurnWaitDone done) mutable {
+        return make_turn_wait(client, std::move(wait), std::move(done));
+      },
+      std::move(also_stop), std::forward<CompletionToken>(token));
 }
 
 // wait_until() as `what` (its name in the error for a call on the client's I/O thread).
