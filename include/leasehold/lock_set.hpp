@@ -21,10 +21,7 @@
 #pragma once
 
 #include <algorithm>
-#include <asio/associated_cancellation_slot.hpp>
-#include <asio/associated_executor.hpp>
 #include <asio/async_result.hpp>
-#include <asio/post.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -45,7 +42,6 @@
 #include "leasehold/detail/lease_kind.hpp"
 #include "leasehold/detail/lock.hpp"
 #include "leasehold/detail/report.hpp"
-#include "leasehold/detail/unique_function.hpp"
 #include "leasehold/detail/wait.hpp"
 #include "leasehold/lock.hpp"
 #include "leasehold/query.hpp"

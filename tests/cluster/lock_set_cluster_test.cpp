@@ -2,8 +2,10 @@
 // script; names of several slots (on several masters) are one script per slot's names, sent
 // together, and still one lease: all or none, extended and released together, lost together.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <atomic>
+#include <cstdio>
 #include <leasehold/leasehold.hpp>
 #include <map>
 #include <mutex>
@@ -12,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "build_paths.hpp"
 #include "eventually.hpp"
 #include "redis_cluster.hpp"
 
@@ -32,14 +35,16 @@ class ClusterLockSet : public ::testing::Test {
     return what + "." + std::to_string(::getpid()) + "." + std::to_string(++counter);
   }
 
-  // Names of `lock` whose lease keys are on `count` different masters, `per_master` each.
+  // Names of `lock` (`prefix` and a number) whose lease keys are on `count` different masters,
+  // `per_master` each.
   template <class L>
   static std::vector<std::string> names_on_masters(const L& lock, std::size_t count,
-                                                   std::size_t per_master = 1) {
+                                                   std::size_t per_master = 1,
+                                                   const std::string& prefix = "n") {
     std::map<int, std::size_t> per;
     std::vector<std::string> names;
     for (int i = 0; names.size() < count * per_master && i < 10000; ++i) {
-      const std::string name = "n" + std::to_string(i);
+      const std::string name = prefix + std::to_string(i);
       const int master = master_of(lease_key(lock, name));
       if (!per.contains(master) && per.size() == count)
         continue;
@@ -270,6 +275,32 @@ TEST_F(ClusterLockSet, OverlappingSetsAcrossMastersNeverDeadlockNorOverlap) {
   EXPECT_EQ(overlaps.load(), 0);
   for (const std::string& name : pool)
     EXPECT_FALSE(exists(lock.key(name))) << name;
+}
+
+// `leasehold run NAME... -- COMMAND` on a cluster URL: names whose run-lock keys are on the three
+// masters are one lease, with a fence each.
+TEST_F(ClusterLockSet, TheCommandLineRunsUnderNamesOnEveryMaster) {
+  const RwLock<std::string> run{"run", 30s};  // the leases of `leasehold run`
+  const std::vector<std::string> names = names_on_masters(run, 3, 1, unique("cli") + "-");
+  ASSERT_EQ(names.size(), 3u);
+  std::string command =
+      std::string(testing::build_paths::cli) + " --redis '" + cluster_->url() + "' run";
+  for (const std::string& name : names)
+    command += " " + name;
+  command += " -- sh -c 'echo \"$LEASEHOLD_FENCES\"'";
+  FILE* out = ::popen(command.c_str(), "r");
+  ASSERT_NE(out, nullptr);
+  std::string printed;
+  char buffer[512];
+  while (const std::size_t got = std::fread(buffer, 1, sizeof buffer, out))
+    printed.append(buffer, got);
+  const int status = ::pclose(out);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << printed;
+  for (const std::string& name : names) {
+    EXPECT_NE(printed.find(name + "="), std::string::npos) << printed;
+    EXPECT_FALSE(exists(run.writer_key(name))) << name << ": released when the command ended";
+  }
 }
 
 }  // namespace
