@@ -4,6 +4,7 @@
 // is proclaimed in each term.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <set>
@@ -145,8 +146,10 @@ TEST_F(ElectorTest, ALeaderForcedOutIsStoppedAndStandsAgain) {
   EXPECT_TRUE(nobody_leads());
 }
 
-// leader_changed tells who leads when the elector starts (another), then each change: nobody
-// once the other resigns, then this elector, with its value.
+// leader_changed tells who leads when the elector starts (another), then each change it sees:
+// nobody once the other resigns (unless this elector, told of the resign, took over before the
+// watch read who leads: a hand-off can be quicker than the watch), then this elector, with its
+// value.
 TEST_F(ElectorTest, LeaderChangedTellsAnotherLeaderThenThisOne) {
   auto other = wait_for(redis_, elections_.campaign(name_), 5s);
   ASSERT_TRUE(other);
@@ -183,12 +186,18 @@ TEST_F(ElectorTest, LeaderChangedTellsAnotherLeaderThenThisOne) {
   ASSERT_TRUE(redis_.process(elections_.resign(*other)));
   elector.join();
   const std::lock_guard lock(mutex);
-  ASSERT_GE(told.size(), 3u);
+  ASSERT_GE(told.size(), 2u);
   ASSERT_TRUE(told[0]);
   EXPECT_EQ(told[0]->term, other->fence());
-  EXPECT_FALSE(told[1]) << "nobody, between the two terms";
-  ASSERT_TRUE(told[2]);
-  EXPECT_GT(told[2]->term, other->fence()) << "this elector's term";
+  const std::size_t next = told[1] ? 1 : 2;  // past the moment nobody led, if it was seen
+  ASSERT_GT(told.size(), next);
+  ASSERT_TRUE(told[next]);
+  EXPECT_GT(told[next]->term, other->fence()) << "this elector's term";
+  EXPECT_TRUE(std::any_of(told.begin() + static_cast<std::ptrdiff_t>(next), told.end(),
+                          [&](const std::optional<Leader>& now) {
+                            return now && now->term == told[next]->term && now->value == "mine";
+                          }))
+      << "told of its value (proclaimed after it won) while it led";
 }
 
 // A leader cut off from Redis (the server paused) has its work stopped at its lease's deadline
