@@ -4,8 +4,14 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <asio/post.hpp>
 #include <atomic>
 #include <cstdio>
+#include <future>
 #include <leasehold/leasehold.hpp>
 #include <map>
 #include <mutex>
@@ -218,6 +224,53 @@ TEST_F(ClusterLockSet, AReaderOnOneMasterKeepsAWriterSetOut) {
   EXPECT_EQ(token->fences().size(), 3u);
   EXPECT_FALSE(redis.process(lock.try_read(names[0])));
   EXPECT_TRUE(redis.process(token->release()));
+}
+
+// An async wait for names on three masters, cancelled while it waits in turn for the busy one:
+// it ends with operation_aborted and leaves no key and no place on any master.
+TEST_F(ClusterLockSet, ACancelledAsyncWaitLeavesNothingOnAnyMaster) {
+  using SetToken = LockToken<LockSet<Lock<std::string>>>;
+  Client redis(cluster_->url());
+  const std::string ns = unique("cancel");  // the lock views it
+  const auto lock = Lock<std::string>{ns, 10s}.with_fencing();
+  const std::vector<std::string> names = names_on_masters(lock, 3);
+  ASSERT_EQ(names.size(), 3u);
+  const LockSet set(lock, std::span<const std::string>(names));
+  const std::string busy = set.names()[1];
+  auto holder = redis.process(lock.try_lock(busy));
+  ASSERT_TRUE(holder);
+  asio::io_context io;
+  auto work = asio::make_work_guard(io);
+  std::thread runner([&] { io.run(); });
+  Client client(io.get_executor(), cluster_->url());
+  const std::string queue = detail::queue_key(lock.key(busy));
+
+  std::promise<std::pair<std::error_code, bool>> ended;
+  asio::cancellation_signal signal;
+  asio::post(io, [&] {
+    async_lock_set_until(client, set, Clock::now() + 10s, {},
+                         asio::bind_cancellation_slot(
+                             signal.slot(), [&](std::error_code ec, std::optional<SetToken> token) {
+                               ended.set_value({ec, token.has_value()});
+                             }));
+  });
+  ASSERT_TRUE(eventually([&] { return on_master(queue, {"ZCARD", queue}).integer == 1; }, 5s));
+  asio::post(io, [&] { signal.emit(asio::cancellation_type::terminal); });
+  const auto [error, got] = ended.get_future().get();
+  EXPECT_EQ(error, asio::error::operation_aborted);
+  EXPECT_FALSE(got);
+  EXPECT_TRUE(eventually(
+      [&] {
+        return on_master(queue, {"ZCARD", queue}).integer == 0 &&
+               !exists(lock.key(set.names()[0])) && !exists(lock.key(set.names()[2]));
+      },
+      5s))
+      << "no place in the queue, no name taken on the other masters";
+  EXPECT_TRUE(holds(lock.key(busy), holder->value()));
+  EXPECT_TRUE(redis.process(holder->release()));
+  client.close();
+  work.reset();
+  runner.join();
 }
 
 // Threads take overlapping sets of names spread over the masters, each in its own order, and wait
