@@ -152,6 +152,19 @@ struct Phase {
   std::uint64_t lost = 0;  // releases that found the lease gone (should stay 0)
   bool record = false;
   std::vector<std::uint64_t> latencies_ns;
+
+  // An attempt that did not get its lease(s): its reservation is given up.
+  void attempt_failed() {
+    --reserved;
+    ++failed;
+  }
+  // A cycle done: counted, and its latency recorded when the phase records.
+  void cycle_done(BenchClock::time_point start, BenchClock::time_point end) {
+    ++cycles;
+    if (record)
+      latencies_ns.push_back(static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count()));
+  }
 };
 
 struct Failure {
@@ -217,18 +230,13 @@ asio::awaitable<void> worker(leasehold::Client& client, Acquire acquire, Release
       const auto start = BenchClock::now();
       auto token = co_await client.async_process(acquire(name), asio::use_awaitable);
       if (!token) {
-        --phase.reserved;
-        ++phase.failed;
+        phase.attempt_failed();
         continue;
       }
       const bool released = co_await release(client, *token, name);
-      const auto end = BenchClock::now();
-      ++phase.cycles;
+      phase.cycle_done(start, BenchClock::now());
       if (!released)
         ++phase.lost;
-      if (phase.record)
-        phase.latencies_ns.push_back(static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count()));
     }
   } catch (const std::exception& e) {
     failure.set(e.what());
@@ -268,15 +276,10 @@ asio::awaitable<void> singles_worker(leasehold::Client& client, leasehold::Lock<
           ++phase.lost;
       }
       if (!all) {
-        --phase.reserved;
-        ++phase.failed;
+        phase.attempt_failed();
         continue;
       }
-      const auto end = BenchClock::now();
-      ++phase.cycles;
-      if (phase.record)
-        phase.latencies_ns.push_back(static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count()));
+      phase.cycle_done(start, BenchClock::now());
     }
   } catch (const std::exception& e) {
     failure.set(e.what());
