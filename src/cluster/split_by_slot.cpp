@@ -9,7 +9,9 @@ namespace {
 
 class PartsOperation final : public Operation {
  public:
-  explicit PartsOperation(std::unique_ptr<Operation> whole) : whole_(std::move(whole)) {
+  // `in_parts[i]`: whether the whole's i-th request goes as its parts.
+  PartsOperation(std::unique_ptr<Operation> whole, const std::vector<bool>& in_parts)
+      : whole_(std::move(whole)) {
     sent = whole_->sent;
     deadline = whole_->deadline;
     id = whole_->id;  // cancelled by the whole's id
@@ -18,7 +20,7 @@ class PartsOperation final : public Operation {
     unanswered_.resize(requests.size(), 1);
     for (std::size_t index = 0; index < requests.size(); ++index) {
       const Request& request = requests[index];
-      if (!request.sent_in_parts_on_cluster()) {
+      if (!in_parts[index]) {
         sent_.push_back(request);
         origins_.push_back({index, kWhole});
         continue;
@@ -69,10 +71,17 @@ class PartsOperation final : public Operation {
 
 std::unique_ptr<Operation> sent_in_parts(std::unique_ptr<Operation> operation) {
   const std::span<const Request> requests = operation->requests();
-  if (std::none_of(requests.begin(), requests.end(),
-                   [](const Request& request) { return request.sent_in_parts_on_cluster(); }))
+  // Most calls have no parts: that much is a pointer test, and they go as they are.
+  if (std::all_of(requests.begin(), requests.end(),
+                  [](const Request& request) { return request.parts().empty(); }))
     return operation;
-  return std::make_unique<PartsOperation>(std::move(operation));
+  // Whether each goes in parts reads its keys' slots: once, here.
+  std::vector<bool> in_parts;
+  for (const Request& request : requests)
+    in_parts.push_back(request.sent_in_parts_on_cluster());
+  if (std::find(in_parts.begin(), in_parts.end(), true) == in_parts.end())
+    return operation;  // keys of one slot: the requests themselves
+  return std::make_unique<PartsOperation>(std::move(operation), in_parts);
 }
 
 }  // namespace leasehold::detail
