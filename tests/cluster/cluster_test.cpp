@@ -22,6 +22,7 @@
 #include "build_paths.hpp"
 #include "eventually.hpp"
 #include "redis_cluster.hpp"
+#include "shared_cluster.hpp"
 
 namespace leasehold {
 namespace {
@@ -30,16 +31,8 @@ using namespace std::chrono_literals;
 using testing::eventually;
 using testing::RedisCluster;
 
-class ClusterTest : public ::testing::Test {
+class ClusterTest : public testing::SharedClusterTest {
  protected:
-  static void SetUpTestSuite() { cluster_ = std::make_unique<RedisCluster>(); }
-  static void TearDownTestSuite() { cluster_.reset(); }
-
-  static std::string unique(const std::string& what) {
-    static std::atomic<int> counter{0};
-    return what + "." + std::to_string(::getpid()) + "." + std::to_string(++counter);
-  }
-
   // How many keys each master holds, by node index.
   static std::map<int, long long> keys_per_master() {
     std::map<int, long long> result;
@@ -47,8 +40,6 @@ class ClusterTest : public ::testing::Test {
       result[master] = cluster_->command(static_cast<std::size_t>(master), {"DBSIZE"}).integer;
     return result;
   }
-
-  static inline std::unique_ptr<RedisCluster> cluster_;
 };
 
 TEST_F(ClusterTest, TheClusterHasThreeMastersEachWithAReplica) {

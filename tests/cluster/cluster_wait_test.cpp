@@ -17,6 +17,7 @@
 
 #include "eventually.hpp"
 #include "redis_cluster.hpp"
+#include "shared_cluster.hpp"
 
 namespace leasehold {
 namespace {
@@ -27,11 +28,6 @@ using testing::RedisCluster;
 
 // Only a notification can hand a lock over faster than the recheck.
 constexpr WaitOptions kSlowRecheck{.recheck = 1900ms, .ticket_ttl = 2000ms};
-
-std::string unique(const std::string& what) {
-  static std::atomic<int> counter{0};
-  return what + "." + std::to_string(::getpid()) + "." + std::to_string(++counter);
-}
 
 std::size_t node_index(int node) {
   return static_cast<std::size_t>(node);
@@ -104,13 +100,7 @@ long long ms(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
 
-class ClusterWait : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { cluster_ = std::make_unique<RedisCluster>(); }
-  static void TearDownTestSuite() { cluster_.reset(); }
-
-  static inline std::unique_ptr<RedisCluster> cluster_;
-};
+class ClusterWait : public testing::SharedClusterTest {};
 
 // Two names on each master, each held, each with a waiter of one client: the waiters share one
 // subscriber connection per master, and each release hands its lock over at once.

@@ -23,6 +23,7 @@
 #include "build_paths.hpp"
 #include "eventually.hpp"
 #include "redis_cluster.hpp"
+#include "shared_cluster.hpp"
 
 namespace leasehold {
 namespace {
@@ -31,16 +32,8 @@ using namespace std::chrono_literals;
 using testing::eventually;
 using testing::RedisCluster;
 
-class ClusterLockSet : public ::testing::Test {
+class ClusterLockSet : public testing::SharedClusterTest {
  protected:
-  static void SetUpTestSuite() { cluster_ = std::make_unique<RedisCluster>(); }
-  static void TearDownTestSuite() { cluster_.reset(); }
-
-  static std::string unique(const std::string& what) {
-    static std::atomic<int> counter{0};
-    return what + "." + std::to_string(::getpid()) + "." + std::to_string(++counter);
-  }
-
   // Names of `lock` (`prefix` and a number) whose lease keys are on `count` different masters,
   // `per_master` each.
   template <class L>
@@ -85,8 +78,6 @@ class ClusterLockSet : public ::testing::Test {
     const Reply reply = on_master(key, {"GET", key});
     return reply.type == Reply::Type::string && reply.str.starts_with(value);
   }
-
-  static inline std::unique_ptr<RedisCluster> cluster_;
 };
 
 TEST_F(ClusterLockSet, NamesOfOneSlotAreOneScript) {
