@@ -3,6 +3,7 @@
 // with a reply in time and once with one after the lease's deadline.
 //
 // Adapters: Lock (plain and fenced) try_lock, a token's release and extend, force_release,
+// a fenced LockSet's try and its token's release and extend (names of three slots),
 // try_lock_in_turn, leave_queue; RwLock try_read, try_write (fenced too), release_by_id; Semaphore
 // try_acquire (fenced too); RawLock try_lock; Election leader (who leads, with the holder's
 // identity read back from Redis); an observer's look and renewal, and a string reply read as an
@@ -14,10 +15,12 @@
 //   - an error reply is a failed outcome whose code is classify_error_reply()'s;
 //   - a failed outcome carries an error code;
 //   - a reply after the lease's deadline grants no token;
-//   - 1/0 replies (release, extend, leave, by id) are true exactly for the integer 1;
+//   - 1/0 replies (release, extend, leave, by id) are true exactly for the integer 1; a lease on
+//     names of several slots also for an array of 1s (its parts' replies on a cluster);
 //   - a granted token's value is the query's, and a fenced grant's fence is the reply's number;
 //   - the wait schedule's next try is after `now` (or at the deadline), no later than
 //     `now + recheck`, never after the deadline.
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -29,6 +32,7 @@
 #include "fuzz_support.hpp"
 #include "leasehold/election.hpp"
 #include "leasehold/lock.hpp"
+#include "leasehold/lock_set.hpp"
 #include "leasehold/query.hpp"
 #include "leasehold/queue.hpp"
 #include "leasehold/raw_lock.hpp"
@@ -58,6 +62,21 @@ void check_one_or_zero(const Reply& reply, const Result<bool>& result) {
     LEASEHOLD_FUZZ_CHECK(*result == (reply.type == Reply::Type::integer && reply.integer == 1));
   else if (!reply.is_error())
     LEASEHOLD_FUZZ_CHECK(reply.type != Reply::Type::integer);
+}
+
+// A release or extend of a lease on several names: true only when the one script or every part
+// answered 1.
+void check_every_part(const Reply& reply, const Result<bool>& result) {
+  check_failure(reply, result);
+  if (!result || !*result)
+    return;
+  const auto one = [](const Reply& part) {
+    return part.type == Reply::Type::integer && part.integer == 1;
+  };
+  LEASEHOLD_FUZZ_CHECK(
+      one(reply) || (reply.type == Reply::Type::array && !reply.elements.empty() &&
+                     std::all_of(reply.elements.begin(), reply.elements.end(), one)),
+      leasehold::to_string(reply));
 }
 
 // An acquire's outcome, std::optional<Token>: a token only in time, with the query's value.
@@ -147,12 +166,26 @@ struct Queries {
   leasehold::InTurn<leasehold::LockToken<leasehold::Election<std::string>>> campaign =
       kElection.campaign("name");
   leasehold::Command command{"GET", "k"};
+  leasehold::LockSet<leasehold::Lock<std::string>> set{kLock.with_fencing(), {"a", "b", "c"}};
+  leasehold::TryLockSet<leasehold::LockSet<leasehold::Lock<std::string>>> set_try = set.try_lock();
+  leasehold::LockToken<leasehold::LockSet<leasehold::Lock<std::string>>> set_token =
+      granted_set_token(set);
 
   // A token, granted by a nil reply in time: what release() and extend() are asked of.
   static leasehold::LockToken<leasehold::Lock<std::string>> granted_token() {
     const Clock::time_point sent{std::chrono::hours(1)};
     auto granted = kLock.try_lock("name").parse(Reply::make_nil(), Timing{sent, sent});
     LEASEHOLD_FUZZ_CHECK(granted && *granted);
+    return std::move(**granted);
+  }
+  // A set token, granted by the one script's reply in time.
+  static leasehold::LockToken<leasehold::LockSet<leasehold::Lock<std::string>>> granted_set_token(
+      const leasehold::LockSet<leasehold::Lock<std::string>>& set) {
+    const Clock::time_point sent{std::chrono::hours(1)};
+    const Reply taken = Reply::make_array({Reply::make_integer(1), Reply::make_integer(4),
+                                           Reply::make_integer(5), Reply::make_integer(6)});
+    auto granted = set.try_lock().parse(taken, Timing{sent, sent});
+    LEASEHOLD_FUZZ_CHECK(granted && *granted && (*granted)->fences().size() == 3);
     return std::move(**granted);
   }
 };
@@ -210,6 +243,19 @@ void check_reply(const Queries& q, const Reply& reply, const Timing& timing, boo
     if (result && result->token)
       LEASEHOLD_FUZZ_CHECK(!late && result->token->value() == q.ticket.value());
     check_one_or_zero(reply, q.leave.parse(reply, timing));
+  }
+
+  // LockSet: a token only in time, with a fence per name; its release and extend.
+  {
+    const auto result = q.set_try.parse(reply, timing);
+    check_failure(reply, result);
+    if (result && *result)
+      LEASEHOLD_FUZZ_CHECK(!late && (*result)->fences().size() == 3);
+    check_every_part(reply, q.set_token.release().parse(reply, timing));
+    const Result<bool> extended = q.set_token.extend().parse(reply, timing);
+    check_every_part(reply, extended);
+    if (extended && *extended)
+      LEASEHOLD_FUZZ_CHECK(!late);
   }
 
   // RwLock.

@@ -410,7 +410,7 @@ class ReleaseLock {
   Request request() const { return detail::lease_request(*state_, false); }
 
   Result<bool> parse(const Reply& reply, const Timing&) const {
-    return detail::held_in_every_part(reply);
+    return detail::held_in_every_part(reply, *state_);
   }
 
   void report(Observer& observer, const Result<bool>& outcome,
@@ -436,7 +436,7 @@ class ExtendLock {
   Request request() const { return detail::lease_request(*state_, true).retry_safe(); }
 
   Result<bool> parse(const Reply& reply, const Timing& timing) const {
-    Result<bool> extended = detail::held_in_every_part(reply);
+    Result<bool> extended = detail::held_in_every_part(reply, *state_);
     if (!extended || !*extended)
       return extended;
     const Clock::time_point deadline = lease_deadline(timing.sent, state_->ttl);
@@ -448,7 +448,7 @@ class ExtendLock {
 
   // A lease on names of several slots that one part found gone is lost: the others give it back.
   std::optional<Request> leftover(const Reply& reply) const {
-    if (!detail::lost_in_some_part(reply))
+    if (!detail::lost_in_some_part(reply, *state_))
       return std::nullopt;
     return detail::lease_request(*state_, false);
   }

@@ -116,8 +116,8 @@ std::shared_ptr<LeaseState> adopted_lease(std::string key, std::string_view valu
   return state;
 }
 
-bool lost_in_some_part(const Reply& reply) noexcept {
-  if (reply.type != Reply::Type::array)
+bool lost_in_some_part(const Reply& reply, const LeaseState& lease) noexcept {
+  if (reply.type != Reply::Type::array || lease.more_keys.empty())
     return false;
   const auto answered = [&reply](long long held) {
     return std::any_of(reply.elements.begin(), reply.elements.end(), [held](const Reply& part) {

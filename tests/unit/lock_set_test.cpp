@@ -102,19 +102,30 @@ TEST(LockSetTry, ABusyPartMakesTheTryBusyAndWhatTheOthersTookIsGivenBack) {
 }
 
 TEST(LeaseOfSeveralParts, IsHeldOnlyWhenEveryPartHoldsIt) {
-  EXPECT_TRUE(*detail::held_in_every_part(Reply::make_integer(1)));
-  EXPECT_FALSE(*detail::held_in_every_part(Reply::make_integer(0)));
-  EXPECT_TRUE(*detail::held_in_every_part(integers({1, 1, 1})));
-  EXPECT_FALSE(*detail::held_in_every_part(integers({1, 0, 1})));
+  detail::LeaseState set("a", LeaseId::generate(), 10s, kTiming.received);
+  set.more_keys = {"b", "c"};
+  EXPECT_TRUE(*detail::held_in_every_part(Reply::make_integer(1), set));
+  EXPECT_FALSE(*detail::held_in_every_part(Reply::make_integer(0), set));
+  EXPECT_TRUE(*detail::held_in_every_part(integers({1, 1, 1}), set));
+  EXPECT_FALSE(*detail::held_in_every_part(integers({1, 0, 1}), set));
   EXPECT_FALSE(detail::held_in_every_part(
-      Reply::make_array({Reply::make_integer(1), Reply::make_error("ERR x")})));
+      Reply::make_array({Reply::make_integer(1), Reply::make_error("ERR x")}), set));
+  EXPECT_EQ(detail::held_in_every_part(integers({}), set).error(), errc::unexpected_reply);
   // Lost in one part, held in another: the others give it back. An error proves no loss.
-  EXPECT_TRUE(detail::lost_in_some_part(integers({1, 0, 1})));
-  EXPECT_FALSE(detail::lost_in_some_part(integers({0, 0})));
-  EXPECT_FALSE(detail::lost_in_some_part(integers({1, 1})));
-  EXPECT_FALSE(detail::lost_in_some_part(Reply::make_integer(0)));
+  EXPECT_TRUE(detail::lost_in_some_part(integers({1, 0, 1}), set));
+  EXPECT_FALSE(detail::lost_in_some_part(integers({0, 0}), set));
+  EXPECT_FALSE(detail::lost_in_some_part(integers({1, 1}), set));
+  EXPECT_FALSE(detail::lost_in_some_part(Reply::make_integer(0), set));
   EXPECT_FALSE(detail::lost_in_some_part(
-      Reply::make_array({Reply::make_integer(1), Reply::make_error("ERR x")})));
+      Reply::make_array({Reply::make_integer(1), Reply::make_error("ERR x")}), set));
+}
+
+// A lease on one name is never sent in parts: an array, even of 1s, is not its reply.
+TEST(LeaseOfSeveralParts, ALeaseOnOneNameTakesNoArray) {
+  const detail::LeaseState one("a", LeaseId::generate(), 10s, kTiming.received);
+  EXPECT_TRUE(*detail::held_in_every_part(Reply::make_integer(1), one));
+  EXPECT_EQ(detail::held_in_every_part(integers({1}), one).error(), errc::unexpected_reply);
+  EXPECT_FALSE(detail::lost_in_some_part(integers({1, 0}), one));
 }
 
 }  // namespace

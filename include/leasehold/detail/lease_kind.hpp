@@ -55,13 +55,16 @@ inline Result<bool> one_or_zero(const Reply& reply) {
   return reply.integer == 1;
 }
 
-// A release's or an extend's reply: its 1 or 0, or (a lease on names of several slots, sent as
-// one call per slot on a cluster) the array of each part's: true only if every part answered 1;
-// an error reply among them is the error.
-inline Result<bool> held_in_every_part(const Reply& reply) {
-  if (reply.type != Reply::Type::array)
+// A release's or an extend's reply: its 1 or 0. A lease on several names may instead get the
+// array of its parts' replies (names of several slots, sent as one call per slot on a cluster):
+// true only if every part answered 1; an error reply among them is the error. An array for a
+// lease on one name, or an empty one, is unexpected.
+inline Result<bool> held_in_every_part(const Reply& reply, const LeaseState& lease) {
+  if (reply.type != Reply::Type::array || lease.more_keys.empty())
     return one_or_zero(reply);
-  bool every = !reply.elements.empty();
+  if (reply.elements.empty())
+    return Result<bool>(make_error_code(errc::unexpected_reply), to_string(reply));
+  bool every = true;
   for (const Reply& part : reply.elements) {
     Result<bool> held = one_or_zero(part);
     if (!held)
@@ -73,8 +76,8 @@ inline Result<bool> held_in_every_part(const Reply& reply) {
 
 // An extend's reply sent in parts (held_in_every_part) in which some part found the lease gone
 // (0) and another extended it (1): the lease is lost, and what the others still hold is given
-// back (lease_request(state, false)).
-bool lost_in_some_part(const Reply& reply) noexcept;
+// back (lease_request(lease, false)).
+bool lost_in_some_part(const Reply& reply, const LeaseState& lease) noexcept;
 
 // The release (extend: false) or extend call of a lease, by its kind's scripts.
 Request lease_request(const LeaseState& state, bool extend);
