@@ -73,6 +73,9 @@ struct WithLockOptions {
 };
 
 class Locker;
+namespace detail {
+class LockSetTry;  // lock_set.hpp
+}  // namespace detail
 
 // The call chain of an async with_lock, made explicit. Calls made from inside an async callback's
 // own coroutine (directly, or from coroutines it awaits) belong to its chain without one; a
@@ -102,6 +105,13 @@ class LockContext {
     bool vouches() const;
   };
   explicit LockContext(std::shared_ptr<const Node> top) : top_(std::move(top)) {}
+  // How many of `keys` (of `locker`'s locks) this chain holds.
+  std::size_t holds_of(const Locker* locker, const std::vector<std::string>& keys) const;
+  // This chain, then `keys` held by one lease of `locker` (each with its fence: the lease's
+  // fences in the order of `keys`), vouched for while `held`.
+  LockContext holding(const Locker* locker, const std::vector<std::string>& keys,
+                      std::shared_ptr<const std::atomic<bool>> held,
+                      std::shared_ptr<const detail::LeaseState> lease) const;
   std::shared_ptr<const Node> top_;
 };
 
@@ -184,6 +194,21 @@ class Locker {
                                                                       std::string name, F callback,
                                                                       WithLockOptions options = {});
 
+  // The async form of with_locks: every name as one lease, with async_with_lock's rules (a loss
+  // throws LockLostError at once; after shutdown() it stays pending until the caller cancels).
+  // The LockContext the callback gets holds every name, with each name's fence. Reentrant when
+  // `context`, or the async callback whose coroutine makes the call, holds every name; refused
+  // with Error(errc::invalid_argument) when it holds some of them but not all.
+  template <class F>
+  asio::awaitable<detail::async_callback_result_t<F>> async_with_locks(
+      std::vector<std::string> names, F callback, WithLockOptions options = {}) {
+    return async_with_locks(LockContext{}, std::move(names), std::move(callback), options);
+  }
+  template <class F>
+  asio::awaitable<detail::async_callback_result_t<F>> async_with_locks(
+      LockContext context, std::vector<std::string> names, F callback,
+      WithLockOptions options = {});
+
   // Releases every lock this locker holds (one batch, bounded by the command timeout), requests
   // the stop token of every callback still running, and makes every later with_lock never run
   // its callback. Idempotent, never throws.
@@ -237,6 +262,14 @@ class Locker {
   std::optional<LockToken<detail::WithLockTag>> acquire_set(const NamesAndKeys& set,
                                                             const WithLockOptions& options,
                                                             std::stop_token caller_stop);
+  // A set's try, and the waits in turn for each of its names alone (by its place in the set).
+  detail::LockSetTry set_attempt(const NamesAndKeys& set, const WithLockOptions& options) const;
+  std::function<detail::TurnWait(std::size_t)> set_turns(const NamesAndKeys& set,
+                                                         const WithLockOptions& options,
+                                                         Clock::time_point deadline) const;
+  // Refuses a call on names of which the caller's chain holds some but not all: it would wait
+  // for a name its own caller holds.
+  [[noreturn]] static void refuse_partly_held(std::string_view call);
   // The callback under `token`'s lease, which this thread's chain then holds as `keys` (each with
   // its fence): the rest of with_lock and with_locks. `what` names the lock in a LockLostError.
   template <class F>
@@ -266,6 +299,22 @@ class Locker {
   // is given back at once).
   asio::awaitable<LockToken<detail::WithLockTag>> async_acquire(std::string name,
                                                                 WithLockOptions options);
+  // async_with_locks' acquire, likewise.
+  asio::awaitable<LockToken<detail::WithLockTag>> async_acquire_set(NamesAndKeys set,
+                                                                    WithLockOptions options);
+  // The end of an async acquire: AcquireError when busy (`what`: the lock's name or names); a
+  // lease taken for a caller that cancelled meanwhile is given back at once (operation_aborted).
+  LockToken<detail::WithLockTag> took_async(std::optional<LockToken<detail::WithLockTag>> token,
+                                            bool caller_cancelled, std::string_view what,
+                                            const WithLockOptions& options);
+  // The rest of async_with_lock and async_with_locks, for the lock `keys` (`what`: as a
+  // LockLostError names them) under the call chain `context`: reentrant when the chain (or the
+  // async callback whose coroutine this is) holds every key; else `acquire` is awaited and the
+  // callback runs under its lease.
+  template <class F>
+  asio::awaitable<detail::async_callback_result_t<F>> async_hold(
+      LockContext context, std::vector<std::string> keys, std::string what,
+      asio::awaitable<LockToken<detail::WithLockTag>> acquire, F callback, WithLockOptions options);
   // Never completes normally: the fate of async calls after shutdown(). The caller's
   // cancellation ends it.
   static asio::awaitable<void> stay_pending();

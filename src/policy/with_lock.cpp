@@ -32,6 +32,23 @@ bool LockContext::holds(const Locker* locker, std::string_view key) const {
   return false;
 }
 
+std::size_t LockContext::holds_of(const Locker* locker,
+                                  const std::vector<std::string>& keys) const {
+  return static_cast<std::size_t>(std::count_if(
+      keys.begin(), keys.end(), [&](const std::string& key) { return holds(locker, key); }));
+}
+
+LockContext LockContext::holding(const Locker* locker, const std::vector<std::string>& keys,
+                                 std::shared_ptr<const std::atomic<bool>> held,
+                                 std::shared_ptr<const detail::LeaseState> lease) const {
+  std::shared_ptr<const Node> top = top_;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const std::uint64_t fence = i < lease->fences.size() ? lease->fences[i] : lease->fence;
+    top = std::make_shared<const Node>(Node{locker, keys[i], top, fence, held, lease});
+  }
+  return LockContext(std::move(top));
+}
+
 namespace detail {
 
 std::vector<ChainEntry>& this_thread_chain() {
@@ -305,35 +322,50 @@ Locker::NamesAndKeys Locker::lock_set_of(std::vector<std::string> names,
   return {std::move(ordered), std::move(keys)};
 }
 
-std::optional<LockToken<detail::WithLockTag>> Locker::acquire_set(const NamesAndKeys& set,
-                                                                  const WithLockOptions& options,
-                                                                  std::stop_token caller_stop) {
+detail::LockSetTry Locker::set_attempt(const NamesAndKeys& set,
+                                       const WithLockOptions& options) const {
   std::optional<std::vector<detail::FenceCounters>> fences;
   if (fencing()) {
     fences.emplace();
     for (const std::string& name : set.names)
       fences->push_back(*fence_counters(name));
   }
-  const detail::LockSetTry attempt(detail::LockSetKeys{set.keys, {}, {}, {}}, std::move(fences),
-                                   options.ttl, holder_label_);
+  return detail::LockSetTry(detail::LockSetKeys{set.keys, {}, {}, {}}, std::move(fences),
+                            options.ttl, holder_label_);
+}
+
+std::function<detail::TurnWait(std::size_t)> Locker::set_turns(const NamesAndKeys& set,
+                                                               const WithLockOptions& options,
+                                                               Clock::time_point deadline) const {
+  return [this, names = set.names, ttl = options.ttl, deadline, waits = waiting(options)](
+             std::size_t busy) { return turn_wait(names[busy], ttl, deadline, waits); };
+}
+
+void Locker::refuse_partly_held(std::string_view call) {
+  throw Error(make_error_code(errc::invalid_argument),
+              std::string(call) +
+                  ": the caller holds some of these names already but not all; a set taken now "
+                  "would wait for a name its own caller holds (take the whole set in the outer "
+                  "call)");
+}
+
+std::optional<LockToken<detail::WithLockTag>> Locker::acquire_set(const NamesAndKeys& set,
+                                                                  const WithLockOptions& options,
+                                                                  std::stop_token caller_stop) {
+  const detail::LockSetTry attempt = set_attempt(set, options);
   std::shared_ptr<detail::LeaseState> lease;
   if (options.retry_attempts == 0) {
     lease = client_.process(attempt).lease;
   } else {
     if (client_.running_in_io_thread())
       throw Error(make_error_code(errc::called_from_io_thread),
-                  "with_locks was called on the client's I/O thread");
+                  "with_locks was called on the client's I/O thread; use async_with_locks()");
     const Clock::time_point deadline = wait_deadline(options);
-    const WaitOptions waits = waiting(options);
     std::optional<LockToken<detail::WithLockTag>> token =
         detail::wait_with<LockToken<detail::WithLockTag>>(
             [&](detail::TurnWaitDone done) {
-              return detail::make_lock_set_wait(
-                  client_, attempt,
-                  [this, names = set.names, ttl = options.ttl, deadline, waits](std::size_t busy) {
-                    return turn_wait(names[busy], ttl, deadline, waits);
-                  },
-                  deadline, std::move(done));
+              return detail::make_lock_set_wait(client_, attempt, set_turns(set, options, deadline),
+                                                deadline, std::move(done));
             },
             caller_stop, shutdown_stop_.get_token());
     if (token)
@@ -409,16 +441,65 @@ asio::awaitable<LockToken<detail::WithLockTag>> Locker::async_acquire(std::strin
     if (failed)
       throw std::system_error(failed);
   }
+  const asio::cancellation_state caller = co_await asio::this_coro::cancellation_state;
+  co_return took_async(std::move(token), caller.cancelled() != asio::cancellation_type::none, name,
+                       options);
+}
+
+// g++ 12 can report -Wmismatched-new-delete for this coroutine's frame, which Asio allocates and
+// frees with its own matching operators (a false positive: GCC bug 109224).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+asio::awaitable<LockToken<detail::WithLockTag>> Locker::async_acquire_set(NamesAndKeys set,
+                                                                          WithLockOptions options) {
+  if (is_shut_down())
+    co_await stay_pending();
+  const detail::LockSetTry attempt = set_attempt(set, options);
+  std::optional<LockToken<detail::WithLockTag>> token;
+  if (options.retry_attempts == 0) {
+    detail::LockSetTried tried = co_await client_.async_process(attempt, asio::use_awaitable);
+    if (tried.lease)
+      token = detail::TokenAccess::make<LockToken<detail::WithLockTag>>(std::move(tried.lease));
+  } else {
+    const Clock::time_point deadline = wait_deadline(options);
+    // Named, not written inside the co_await: GCC 12 destroys the captures of a lambda written
+    // there twice (GCC bug 101976).
+    auto make_wait = [this, attempt, turns = set_turns(set, options, deadline),
+                      deadline](detail::TurnWaitDone done) mutable {
+      return detail::make_lock_set_wait(client_, std::move(attempt), std::move(turns), deadline,
+                                        std::move(done));
+    };
+    std::error_code failed;
+    token = co_await detail::async_wait_with<LockToken<detail::WithLockTag>>(
+        client_, std::move(make_wait), shutdown_stop_.get_token(),
+        asio::redirect_error(asio::use_awaitable, failed));
+    if (failed == asio::error::operation_aborted && is_shut_down())
+      co_await stay_pending();
+    if (failed)
+      throw std::system_error(failed);
+  }
+  const asio::cancellation_state caller = co_await asio::this_coro::cancellation_state;
+  co_return took_async(std::move(token), caller.cancelled() != asio::cancellation_type::none,
+                       set.quoted(), options);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+LockToken<detail::WithLockTag> Locker::took_async(
+    std::optional<LockToken<detail::WithLockTag>> token, bool caller_cancelled,
+    std::string_view what, const WithLockOptions& options) {
   if (!token)
-    throw busy(name, options);
-  // The caller may have cancelled while the acquire was in flight. A call sent cannot be taken
-  // back: a lease it got anyway is given back at once, and the callback never starts.
-  const asio::cancellation_state caller_state = co_await asio::this_coro::cancellation_state;
-  if (caller_state.cancelled() != asio::cancellation_type::none) {
+    throw busy(what, options);
+  // The caller cancelled while the acquire was in flight. A call sent cannot be taken back: a
+  // lease it got anyway is given back at once, and the callback never starts.
+  if (caller_cancelled) {
     release_quietly_async(detail::TokenAccess::state(*token));
     throw std::system_error(asio::error::operation_aborted);
   }
-  co_return std::move(*token);
+  return std::move(*token);
 }
 
 // Mutex

@@ -1,4 +1,5 @@
-// The bodies of Locker::with_lock and Locker::async_with_lock (with_lock.hpp).
+// The bodies of Locker::with_lock, with_locks, async_with_lock and async_with_locks
+// (with_lock.hpp).
 #pragma once
 
 #include <asio/cancellation_signal.hpp>
@@ -57,10 +58,7 @@ detail::sync_callback_result_t<F> Locker::with_locks(std::vector<std::string> na
   if (held == set.keys.size())
     return detail::invoke_callback(callback, *held_stop);
   if (held > 0)
-    throw Error(make_error_code(errc::invalid_argument),
-                "with_locks: this thread holds some of these names already but not all; a set "
-                "taken now would wait for a name its own caller holds (take the whole set in "
-                "the outer call)");
+    refuse_partly_held("with_locks");
 
   if (is_shut_down())
     end_after_shutdown(caller_stop);
@@ -114,6 +112,15 @@ detail::sync_callback_result_t<F> Locker::run_held(LockToken<detail::WithLockTag
 }
 
 namespace detail {
+
+// An async callback's awaitable: callback(chain) if it takes a LockContext, else callback().
+template <class F>
+auto invoke_async_callback(F& callback, LockContext chain) {
+  if constexpr (std::is_invocable_v<F&, LockContext>)
+    return callback(std::move(chain));
+  else
+    return callback();
+}
 
 // One async_with_lock call's lease, shared by the call and its callback's completion: after a
 // loss the call returns at once, and the callback may run on until it notices the cancellation.
@@ -174,31 +181,52 @@ struct OnCallChainStrand {
 template <class F>
 asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
     LockContext context, std::string name, F callback, WithLockOptions options) {
-  using R = detail::async_callback_result_t<F>;
   validate(name, options);
-  const std::string lock_key = key(name);
+  std::vector<std::string> keys{key(name)};
+  asio::awaitable<LockToken<detail::WithLockTag>> acquire = async_acquire(name, options);
+  co_return co_await async_hold(std::move(context), std::move(keys), std::move(name),
+                                std::move(acquire), std::move(callback), options);
+}
 
+template <class F>
+asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_locks(
+    LockContext context, std::vector<std::string> names, F callback, WithLockOptions options) {
+  NamesAndKeys set = lock_set_of(std::move(names), options);
+  std::vector<std::string> keys = set.keys;
+  std::string what = set.quoted();
+  asio::awaitable<LockToken<detail::WithLockTag>> acquire =
+      async_acquire_set(std::move(set), options);
+  co_return co_await async_hold(std::move(context), std::move(keys), std::move(what),
+                                std::move(acquire), std::move(callback), options);
+}
+
+template <class F>
+asio::awaitable<detail::async_callback_result_t<F>> Locker::async_hold(
+    LockContext context, std::vector<std::string> keys, std::string what,
+    asio::awaitable<LockToken<detail::WithLockTag>> acquire, F callback, WithLockOptions options) {
+  using R = detail::async_callback_result_t<F>;
   // The call chain: the context passed in, and the callback this coroutine runs in (if any).
   const asio::any_io_executor executor = co_await asio::this_coro::executor;
   const asio::cancellation_state caller = co_await asio::this_coro::cancellation_state;
   const LockContext implicit = implicit_context(executor, caller.slot());
-  // Reentrant: the chain holds this key. The callback runs at once, in this coroutine.
-  if (context.holds(this, lock_key) || implicit.holds(this, lock_key)) {
-    if constexpr (std::is_invocable_v<F&, LockContext>)
-      co_return co_await callback(context.holds(this, lock_key) ? std::move(context) : implicit);
-    else
-      co_return co_await callback();
-  }
+  // Reentrant: the chain holds every key. The callback runs at once, in this coroutine.
+  const std::size_t by_context = context.holds_of(this, keys);
+  const std::size_t by_implicit = implicit.holds_of(this, keys);
+  if (by_context == keys.size())
+    co_return co_await detail::invoke_async_callback(callback, std::move(context));
+  if (by_implicit == keys.size())
+    co_return co_await detail::invoke_async_callback(callback, implicit);
+  if (by_context > 0 || by_implicit > 0)
+    refuse_partly_held("async_with_locks");
   if (!context.top_)
     context = implicit;
 
-  LockToken<detail::WithLockTag> token = co_await async_acquire(name, options);
+  LockToken<detail::WithLockTag> token = co_await std::move(acquire);
   const std::shared_ptr<const detail::LeaseState> lease = detail::TokenAccess::state(token);
   auto call = std::make_shared<detail::AsyncLockCall>(*this, std::move(token), options.max_hold);
   if (!call->guard)  // shut down while acquiring: the callback never runs
     co_await stay_pending();
-  LockContext inner(std::make_shared<const LockContext::Node>(
-      LockContext::Node{this, lock_key, context.top_, lease->fence, call->held, lease}));
+  LockContext inner = context.holding(this, keys, call->held, lease);
 
   // The callback owns the callable: after a loss this call returns at once, and the callback
   // may run on (until it notices the cancellation) after this frame is gone.
@@ -206,10 +234,7 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
                       std::shared_ptr<asio::cancellation_slot> owner) -> asio::awaitable<R> {
     const asio::cancellation_state own = co_await asio::this_coro::cancellation_state;
     *owner = own.slot();
-    if constexpr (std::is_invocable_v<F&, LockContext>)
-      co_return co_await (*callable)(std::move(chain));
-    else
-      co_return co_await (*callable)();
+    co_return co_await detail::invoke_async_callback(*callable, std::move(chain));
   };
   // Named, not written inside the co_await: GCC 12 destroys the captures of a lambda written
   // there twice (GCC bug 101976).
@@ -222,12 +247,12 @@ asio::awaitable<detail::async_callback_result_t<F>> Locker::async_with_lock(
       call->guard.stop_token(), std::move(work), std::move(settle), detail::AtStop::leave_work,
       std::move(on_chain));
   if (outcome.settled)
-    co_await call->guard.async_release();  // the key is free when this call returns
+    co_await call->guard.async_release();  // the keys are free when this call returns
   // A callback that settled after the loss (or the shutdown) was reported, or after the lease's
   // deadline, did not end under the lock. Reentrant calls in the callback took no lease of their
   // own: they are judged here, by this call's lease.
   detail::throw_if_lock_lost(
-      name, outcome.settled ? call->at_settle : detail::lock_ending(call->guard, Clock::now()));
+      what, outcome.settled ? call->at_settle : detail::lock_ending(call->guard, Clock::now()));
   if (outcome.thrown)
     std::rethrow_exception(outcome.thrown);
   if constexpr (!std::is_void_v<R>)
