@@ -246,5 +246,22 @@ TEST_F(AsyncWithLocksTest, ACallCancelledWhileItWaitsLeavesNoKeyAndNoPlace) {
   holder.join();
 }
 
+TEST_F(AsyncWithLocksTest, NoNamesAnEmptyNameAndRawKeysAreRefused) {
+  Locker locker(redis_, "awls");
+  Locker raw(redis_, raw_keys);
+  const auto refusal = [&](Locker& with, std::vector<std::string> names) -> std::error_code {
+    try {
+      run(with.async_with_locks(std::move(names), []() -> asio::awaitable<int> { co_return 0; }));
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return {};
+  };
+  EXPECT_EQ(refusal(locker, {}), errc::invalid_argument);
+  EXPECT_EQ(refusal(locker, {name("a"), ""}), errc::invalid_argument);
+  EXPECT_EQ(refusal(raw, {name("a"), name("b")}), errc::invalid_argument);
+  EXPECT_FALSE(exists(locker.key(name("a"))));
+}
+
 }  // namespace
 }  // namespace leasehold
