@@ -3,8 +3,8 @@
 // with a reply in time and once with one after the lease's deadline.
 //
 // Adapters: Lock (plain and fenced) try_lock, a token's release and extend, force_release,
-// a fenced LockSet's try and its token's release and extend (names of three slots),
-// try_lock_in_turn, leave_queue; RwLock try_read, try_write (fenced too), release_by_id; Semaphore
+// try_lock_in_turn, leave_queue; a fenced LockSet's try and its token's release and extend (names
+// of three slots); RwLock try_read, try_write (fenced too), release_by_id; Semaphore
 // try_acquire (fenced too); RawLock try_lock; Election leader (who leads, with the holder's
 // identity read back from Redis); an observer's look and renewal, and a string reply read as an
 // announcement on a name's change channel (anyone may publish there); every kind's try in turn (the
