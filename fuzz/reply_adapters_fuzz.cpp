@@ -64,8 +64,8 @@ void check_one_or_zero(const Reply& reply, const Result<bool>& result) {
     LEASEHOLD_FUZZ_CHECK(reply.type != Reply::Type::integer);
 }
 
-// A release or extend of a lease on several names: true only when the one script or every part
-// answered 1.
+// A release or extend of a lease on names of three slots: true only when the one script, or each
+// of the three parts, answered 1.
 void check_every_part(const Reply& reply, const Result<bool>& result) {
   check_failure(reply, result);
   if (!result || !*result)
@@ -74,7 +74,7 @@ void check_every_part(const Reply& reply, const Result<bool>& result) {
     return part.type == Reply::Type::integer && part.integer == 1;
   };
   LEASEHOLD_FUZZ_CHECK(
-      one(reply) || (reply.type == Reply::Type::array && !reply.elements.empty() &&
+      one(reply) || (reply.type == Reply::Type::array && reply.elements.size() == 3 &&
                      std::all_of(reply.elements.begin(), reply.elements.end(), one)),
       leasehold::to_string(reply));
 }

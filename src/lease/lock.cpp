@@ -117,7 +117,7 @@ std::shared_ptr<LeaseState> adopted_lease(std::string key, std::string_view valu
 }
 
 bool lost_in_some_part(const Reply& reply, const LeaseState& lease) noexcept {
-  if (reply.type != Reply::Type::array || lease.more_keys.empty())
+  if (reply.type != Reply::Type::array || reply.elements.size() != lease.slot_parts)
     return false;
   const auto answered = [&reply](long long held) {
     return std::any_of(reply.elements.begin(), reply.elements.end(), [held](const Reply& part) {

@@ -200,7 +200,8 @@ Result<LockSetTried> LockSetTry::parse(const Reply& reply, const Timing& timing)
   const auto unexpected = [&] {
     return Result<LockSetTried>(make_error_code(errc::unexpected_reply), to_string(reply));
   };
-  // The whole script's reply, or its parts' in the order of the names.
+  // The whole script's reply, or (names of several slots) its parts' in the order of the names.
+  const std::vector<std::size_t> runs = runs_of_slot();
   std::vector<GroupReply> groups;
   if (!is_parts_reply(reply)) {
     const std::optional<GroupReply> whole = group_reply(reply, keys_.leases.size());
@@ -208,8 +209,7 @@ Result<LockSetTried> LockSetTry::parse(const Reply& reply, const Timing& timing)
       return unexpected();
     groups.push_back(*whole);
   } else {
-    const std::vector<std::size_t> runs = runs_of_slot();
-    if (reply.elements.size() != runs.size())
+    if (runs.size() < 2 || reply.elements.size() != runs.size())
       return unexpected();
     std::size_t begin = 0;
     for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -234,6 +234,7 @@ Result<LockSetTried> LockSetTry::parse(const Reply& reply, const Timing& timing)
                                             writers() ? &kRwWriterSetLease : &kLockSetLease,
                                             std::string(), value_);
   lease->more_keys.assign(keys_.leases.begin() + 1, keys_.leases.end());
+  lease->slot_parts = runs.size() > 1 ? runs.size() : 0;
   for (const auto* more : {&keys_.readers, &keys_.queues, &keys_.tickets})
     lease->more_keys.insert(lease->more_keys.end(), more->begin(), more->end());
   if (fences_) {

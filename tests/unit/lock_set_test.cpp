@@ -104,6 +104,7 @@ TEST(LockSetTry, ABusyPartMakesTheTryBusyAndWhatTheOthersTookIsGivenBack) {
 TEST(LeaseOfSeveralParts, IsHeldOnlyWhenEveryPartHoldsIt) {
   detail::LeaseState set("a", LeaseId::generate(), 10s, kTiming.received);
   set.more_keys = {"b", "c"};
+  set.slot_parts = 3;
   EXPECT_TRUE(*detail::held_in_every_part(Reply::make_integer(1), set));
   EXPECT_FALSE(*detail::held_in_every_part(Reply::make_integer(0), set));
   EXPECT_TRUE(*detail::held_in_every_part(integers({1, 1, 1}), set));
@@ -111,21 +112,41 @@ TEST(LeaseOfSeveralParts, IsHeldOnlyWhenEveryPartHoldsIt) {
   EXPECT_FALSE(detail::held_in_every_part(
       Reply::make_array({Reply::make_integer(1), Reply::make_error("ERR x")}), set));
   EXPECT_EQ(detail::held_in_every_part(integers({}), set).error(), errc::unexpected_reply);
+  EXPECT_EQ(detail::held_in_every_part(integers({1, 1}), set).error(), errc::unexpected_reply)
+      << "one reply per slot's part, no fewer";
   // Lost in one part, held in another: the others give it back. An error proves no loss.
   EXPECT_TRUE(detail::lost_in_some_part(integers({1, 0, 1}), set));
-  EXPECT_FALSE(detail::lost_in_some_part(integers({0, 0}), set));
-  EXPECT_FALSE(detail::lost_in_some_part(integers({1, 1}), set));
+  EXPECT_FALSE(detail::lost_in_some_part(integers({0, 0, 0}), set));
+  EXPECT_FALSE(detail::lost_in_some_part(integers({1, 1, 1}), set));
+  EXPECT_FALSE(detail::lost_in_some_part(integers({1, 0}), set)) << "not this lease's reply";
   EXPECT_FALSE(detail::lost_in_some_part(Reply::make_integer(0), set));
   EXPECT_FALSE(detail::lost_in_some_part(
-      Reply::make_array({Reply::make_integer(1), Reply::make_error("ERR x")}), set));
+      Reply::make_array(
+          {Reply::make_integer(1), Reply::make_error("ERR x"), Reply::make_integer(1)}),
+      set));
 }
 
-// A lease on one name is never sent in parts: an array, even of 1s, is not its reply.
-TEST(LeaseOfSeveralParts, ALeaseOnOneNameTakesNoArray) {
+// A lease on one name, or on names of one slot, is never sent in parts: an array, even of 1s, is
+// not its reply.
+TEST(LeaseOfSeveralParts, ALeaseOfOneSlotTakesNoArray) {
   const detail::LeaseState one("a", LeaseId::generate(), 10s, kTiming.received);
   EXPECT_TRUE(*detail::held_in_every_part(Reply::make_integer(1), one));
   EXPECT_EQ(detail::held_in_every_part(integers({1}), one).error(), errc::unexpected_reply);
   EXPECT_FALSE(detail::lost_in_some_part(integers({1, 0}), one));
+  // A set's lease knows how many slots its names take.
+  const LockSet spread(kFenced, {"a", "b", "c"});
+  const Result<detail::LockSetTried> tried =
+      spread.attempt().parse(integers({1, 7, 3, 9}), kTiming);
+  ASSERT_TRUE(tried && tried->lease);
+  EXPECT_EQ(tried->lease->slot_parts, 3u);
+  const LockSet together(Lock<std::string>{"order", 10s}, {"{7}a", "{7}b"});
+  const detail::LockSetTry one_slot = together.attempt();
+  const Result<detail::LockSetTried> taken = one_slot.parse(integers({1, 0, 0}), kTiming);
+  ASSERT_TRUE(taken && taken->lease) << taken.detail();
+  EXPECT_EQ(taken->lease->slot_parts, 0u);
+  EXPECT_EQ(one_slot.parse(Reply::make_array({integers({1, 0, 0})}), kTiming).error(),
+            errc::unexpected_reply)
+      << "names of one slot get no parts reply";
 }
 
 }  // namespace

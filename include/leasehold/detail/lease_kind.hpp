@@ -55,14 +55,13 @@ inline Result<bool> one_or_zero(const Reply& reply) {
   return reply.integer == 1;
 }
 
-// A release's or an extend's reply: its 1 or 0. A lease on several names may instead get the
-// array of its parts' replies (names of several slots, sent as one call per slot on a cluster):
-// true only if every part answered 1; an error reply among them is the error. An array for a
-// lease on one name, or an empty one, is unexpected.
+// A release's or an extend's reply: its 1 or 0. A lease on names of several slots may instead get
+// the array of its parts' replies (one call per slot, on a cluster): true only if every part
+// answered 1; an error reply among them is the error. Any other array is unexpected.
 inline Result<bool> held_in_every_part(const Reply& reply, const LeaseState& lease) {
-  if (reply.type != Reply::Type::array || lease.more_keys.empty())
+  if (reply.type != Reply::Type::array || lease.slot_parts == 0)
     return one_or_zero(reply);
-  if (reply.elements.empty())
+  if (reply.elements.size() != lease.slot_parts)
     return Result<bool>(make_error_code(errc::unexpected_reply), to_string(reply));
   bool every = true;
   for (const Reply& part : reply.elements) {

@@ -68,6 +68,10 @@ struct LeaseState {
   // shared.
   std::vector<std::string> more_keys;
   std::vector<std::uint64_t> fences;
+  // A lease on names of several hash slots: how many (on a cluster its release and extend go as
+  // one call per slot, and their reply is the array of those calls' replies); 0 otherwise. Set
+  // before the state is shared.
+  std::size_t slot_parts = 0;
 };
 
 // Checks done where a TTL is given; in a constant expression a bad TTL is a compile error.
