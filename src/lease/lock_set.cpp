@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <asio/post.hpp>
+#include <cstdint>
 
 #include "lease_scripts.hpp"
 #include "leasehold/detail/holder.hpp"
@@ -33,9 +34,15 @@ constexpr std::size_t kMaxNames = 1000;
 // The ends of the runs of `names` lease keys that share a slot (they are ordered by slot).
 std::vector<std::size_t> slot_runs(std::span<const std::string_view> leases) {
   std::vector<std::size_t> ends;
-  for (std::size_t i = 1; i <= leases.size(); ++i)
-    if (i == leases.size() || key_slot(leases[i]) != key_slot(leases[i - 1]))
+  std::uint16_t previous = 0;
+  for (std::size_t i = 0; i < leases.size(); ++i) {
+    const std::uint16_t slot = key_slot(leases[i]);  // once per key
+    if (i > 0 && slot != previous)
       ends.push_back(i);
+    previous = slot;
+  }
+  if (!leases.empty())
+    ends.push_back(leases.size());
   return ends;
 }
 
