@@ -323,7 +323,8 @@ TEST_F(ClusterTest, TheCommandLineToolTakesAClusterUrl) {
 }
 
 // A Lock's and an RwLock's keys of one namespace and name share a hash tag, so their slot and its
-// fence counter: each grant of either gets the counter's next number.
+// fence counter: each grant of either gets the counter's next number (the counter is set ahead of
+// the clock, which fences never fall below).
 TEST_F(ClusterTest, FencedLocksKeepTheirCounterInTheLocksSlot) {
   Client redis(cluster_->url());
   const std::string ns = unique("fenced");
@@ -334,11 +335,13 @@ TEST_F(ClusterTest, FencedLocksKeepTheirCounterInTheLocksSlot) {
     const std::string name = "n{" + std::to_string(i) + "}";  // braces in names are escaped
     masters.insert(cluster_->master_of(key_slot(lock.key(name))));
     EXPECT_EQ(key_slot(lock.fence_counter_key(name)), key_slot(lock.key(name)));
-    // The slot's counter may have counted other names of the slot already (other tests').
-    const Reply counted = cluster_->command(
+    // Ahead of the clock by 1000 s: the next fences count on from it.
+    const auto clock = std::chrono::system_clock::now().time_since_epoch();
+    std::uint64_t last = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(clock + 1000s).count());
+    cluster_->command(
         static_cast<std::size_t>(cluster_->master_of(key_slot(lock.fence_counter_key(name)))),
-        {"GET", lock.fence_counter_key(name)});
-    std::uint64_t last = counted.is_nil() ? 0 : std::stoull(counted.str);
+        {"SET", lock.fence_counter_key(name), std::to_string(last)});
     for (int round = 0; round < 2; ++round) {
       auto token = redis.process(lock.try_lock(name));
       ASSERT_TRUE(token && token->fence());

@@ -49,6 +49,11 @@ TEST(ClusterResharding, MovingASlotWithHeldLocksLosesAndDoublesNothing) {
     fence_before = *token->fence();
     ASSERT_TRUE(redis.process(token->release()));
   }
+  // Ahead of the clock (by 1000 s), the counter's next fence is its value plus one: a counter
+  // left behind would give one from the clock instead.
+  fence_before += 1'000'000'000;
+  cluster.command(static_cast<std::size_t>(cluster.master_of(slot)),
+                  {"SET", fenced.fence_counter_key(fenced_name), std::to_string(fence_before)});
 
   std::atomic<bool> stop{false};
   std::atomic<long> cycles{0};

@@ -1,7 +1,8 @@
-// Fence counters: one per hash slot and prefix, shared by every fenced name of the slot. A
-// name's own counter of the per-name layout is moved into its slot's on the name's first grant,
-// and kept in step for a week, so that no fence a name was ever given comes again — whichever
-// kind grants it, and while processes of the per-name layout still increment the old counter.
+// Fence counters: one per hash slot and prefix, shared by every fenced name of the slot, never
+// below the server's clock. A name's own counter of the per-name layout is moved into its slot's
+// on the name's first grant, and kept in step for a week, so that no fence a name was ever given
+// comes again — whichever kind grants it, and while processes of the per-name layout still
+// increment the old counter. A counter that lost its last value still gives larger fences.
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "leasehold/leasehold.hpp"
+#include "server_clock.hpp"
 #include "shared_server.hpp"
 
 namespace leasehold {
@@ -25,6 +27,11 @@ class FenceCounterTest : public testing::SharedServerTest {
 
   std::string get(const std::string& key) { return server_->command({"GET", key}).str; }
   long long pttl(const std::string& key) { return server_->command({"PTTL", key}).integer; }
+  // A counter value `n` above the server's clock (by 1000 s), such as a name's own counter that
+  // ran ahead of it: the next fence then counts on from the counter, not from the clock.
+  std::uint64_t ahead_of_clock(std::uint64_t n) {
+    return testing::server_clock_us(*server_) + 1'000'000'000 + n;
+  }
 
   // A name's own counter holds `before`: its next fence is above it, the counter of its slot
   // holds that fence, and its own counter is kept in step with a week to live.
@@ -54,11 +61,12 @@ class FenceCounterTest : public testing::SharedServerTest {
 
 TEST_F(FenceCounterTest, ALocksFirstGrantMovesItsOwnCounterIntoItsSlotsAndStaysAboveIt) {
   constexpr auto lock = Lock<std::string>{"moved", 10s}.with_fencing();
-  server_->command({"SET", lock.own_fence_key("invoice"), "41"});
+  const std::uint64_t own = ahead_of_clock(41);
+  server_->command({"SET", lock.own_fence_key("invoice"), std::to_string(own)});
   const auto query = lock.try_lock("invoice");
   auto token = redis_.process(query);
   ASSERT_TRUE(token && token->fence());
-  expect_moved(*token->fence(), 41, lock.own_fence_key("invoice"),
+  expect_moved(*token->fence(), own, lock.own_fence_key("invoice"),
                lock.fence_counter_key("invoice"));
   // A retry of the same grant (as after a lost reply) reports the same fence.
   auto again = redis_.process(query);
@@ -67,34 +75,35 @@ TEST_F(FenceCounterTest, ALocksFirstGrantMovesItsOwnCounterIntoItsSlotsAndStaysA
   ASSERT_TRUE(redis_.process(token->release()));
 
   // In turn, too: the own counter of another name, far above the slot's.
-  expect_grant_moves(lock, "ledger", 5000, [&](const std::string& name) {
+  expect_grant_moves(lock, "ledger", ahead_of_clock(5000), [&](const std::string& name) {
     return lock_until(redis_, lock, name, Clock::now() + 5s);
   });
 }
 
 TEST_F(FenceCounterTest, EveryFencedKindMovesItsOwnCounter) {
   constexpr auto rw = RwLock<std::string>{"moved-rw", 10s}.with_fencing();
-  expect_grant_moves(rw, "catalog", 70,
+  expect_grant_moves(rw, "catalog", ahead_of_clock(70),
                      [&](const std::string& name) { return redis_.process(rw.try_write(name)); });
-  expect_grant_moves(rw, "index", 900, [&](const std::string& name) {
+  expect_grant_moves(rw, "index", ahead_of_clock(900), [&](const std::string& name) {
     return write_until(redis_, rw, name, Clock::now() + 5s);
   });
 
   constexpr auto permits = Semaphore<std::string>{"moved-permits", 2, 10s}.with_fencing();
-  expect_grant_moves(permits, "export", 33, [&](const std::string& name) {
+  expect_grant_moves(permits, "export", ahead_of_clock(33), [&](const std::string& name) {
     return redis_.process(permits.try_acquire(name));
   });
-  expect_grant_moves(permits, "import", 8000, [&](const std::string& name) {
+  expect_grant_moves(permits, "import", ahead_of_clock(8000), [&](const std::string& name) {
     return acquire_until(redis_, permits, name, Clock::now() + 5s);
   });
 
   const std::string prefix = "moved-locker-" + std::to_string(unique_number());
   Locker locker(redis_, prefix, Fencing::on);
-  server_->command({"SET", locker.own_fence_key("report"), "12"});
+  const std::uint64_t own = ahead_of_clock(12);
+  server_->command({"SET", locker.own_fence_key("report"), std::to_string(own)});
   std::optional<std::uint64_t> fence;
   locker.with_lock("report", [&] { fence = locker.fence("report"); });
   ASSERT_TRUE(fence);
-  expect_moved(*fence, 12, locker.own_fence_key("report"), locker.fence_counter_key("report"));
+  expect_moved(*fence, own, locker.own_fence_key("report"), locker.fence_counter_key("report"));
 }
 
 // During a rolling upgrade, processes of the per-name layout increment the name's own counter
@@ -139,6 +148,39 @@ TEST_F(FenceCounterTest, StatusShowsTheLargerOfTheSlotsCounterAndANamesOwn) {
   status = redis_.process(lease_status(lock, std::string("unmoved")));
   EXPECT_EQ(status.fence, token->fence());
   ASSERT_TRUE(redis_.process(token->release()));
+}
+
+// A counter that lost its last value — evicted, or set back to an older one as a failover that
+// dropped the latest grants leaves it — still gives each name a larger fence than it had: fences
+// never fall below the server's clock, and every fence given was at most the clock of its grant.
+TEST_F(FenceCounterTest, ACounterThatLostItsLastValueStillGivesLargerFences) {
+  constexpr auto lock = Lock<std::string>{"lost-counter", 10s}.with_fencing();
+  constexpr auto permits = Semaphore<std::string>{"lost-counter-permits", 2, 10s}.with_fencing();
+  const auto grant_lock = [&] {
+    auto token = redis_.process(lock.try_lock("ledger"));
+    EXPECT_TRUE(token && token->fence());
+    EXPECT_TRUE(token && redis_.process(token->release()));
+    return token && token->fence() ? *token->fence() : 0;
+  };
+  const auto grant_permit = [&] {
+    auto token = redis_.process(permits.try_acquire("export"));
+    EXPECT_TRUE(token && token->fence());
+    EXPECT_TRUE(token && redis_.process(token->release()));
+    return token && token->fence() ? *token->fence() : 0;
+  };
+  const std::string counter = lock.fence_counter_key("ledger");
+  const std::uint64_t first = grant_lock();
+  server_->command({"DEL", counter});
+  const std::uint64_t after_eviction = grant_lock();
+  EXPECT_GT(after_eviction, first);
+  server_->command({"SET", counter, std::to_string(first - 1000)});
+  const std::uint64_t after_set_back = grant_lock();
+  EXPECT_GT(after_set_back, after_eviction);
+  EXPECT_EQ(get(counter), std::to_string(after_set_back));
+
+  const std::uint64_t permit = grant_permit();
+  server_->command({"DEL", permits.fence_counter_key("export")});
+  EXPECT_GT(grant_permit(), permit);
 }
 
 // 100 000 fenced names, each granted once: at most one counter per slot (16 384), where the

@@ -151,7 +151,8 @@ TEST_F(QueueTest, AFencedLockGrantedInTurnGetsTheNextFencingNumber) {
   ASSERT_TRUE(redis_.process(first->release()));
   const auto turn = redis_.process(try_lock_in_turn(fenced, name_, ticket));
   ASSERT_TRUE(turn.token);
-  EXPECT_EQ(turn.token->fence(), *first->fence() + 1);
+  ASSERT_TRUE(turn.token->fence());
+  EXPECT_GT(*turn.token->fence(), *first->fence());
   const auto retry = redis_.process(try_lock_in_turn(fenced, name_, ticket));
   ASSERT_TRUE(retry.token);
   EXPECT_EQ(retry.token->fence(), turn.token->fence()) << "a retry is no new grant";

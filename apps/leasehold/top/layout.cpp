@@ -26,6 +26,7 @@ enum Cell : std::size_t { kName, kKind, kHost, kPid, kLabel, kHeld, kLeft, kRead
 constexpr std::size_t kColumnCount = std::size(kColumns);
 // The columns dropped, in this order, when narrowing is not enough; NAME, KIND and LEFT stay.
 constexpr std::size_t kDropOrder[] = {kFence, kRead, kPid, kWait, kLabel, kHeld, kHost};
+static_assert(kDropOrder[0] == kFence, "column_widths drops FENCE before it cuts a name");
 
 using Cells = std::array<std::string, kColumnCount>;
 
@@ -87,7 +88,12 @@ Widths column_widths(const std::vector<Cells>& rows, std::size_t width) {
   Widths widths = natural_widths(rows);
   std::size_t dropped = 0;
   while (line_width(widths) > width) {
-    if (const std::size_t c = most_narrowable(widths); c < kColumnCount)
+    const std::size_t c = most_narrowable(widths);
+    // Names come before fencing numbers (16 digits, from the server's clock): FENCE, the first
+    // column dropped, goes before a name is cut.
+    if (c == kName && dropped == 0)
+      widths[kDropOrder[dropped++]] = 0;
+    else if (c < kColumnCount)
       --widths[c];
     else if (dropped < std::size(kDropOrder))
       widths[kDropOrder[dropped++]] = 0;

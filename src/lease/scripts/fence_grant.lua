@@ -2,30 +2,41 @@
 -- counters"): one counter per slot and prefix, shared by every fenced name of the prefix in that
 -- slot, so a name's fences strictly increase in grant order while the counters stay at most one
 -- per slot.
--- next_fence(counter, own): the fence of a grant: the slot's `counter` plus one. `own` is the
--- name's own counter as the per-name layout kept it (nil: none, an Election's term): the fence
--- is made larger than it, and it is kept in step with the grants for a week, so that processes
--- of that layout still running (a rolling upgrade) keep counting above every fence given, then
--- it expires.
+-- next_fence(counter, own): the fence of a grant: one more than the `counter`'s last, and no less
+-- than the server's clock in microseconds; the counter takes it. The clock keeps fences
+-- increasing where a counter lost its last value — evicted, dropped by a failover with the writes
+-- the new master never received, left behind when the data moved — since a fence is at most the
+-- clock of its grant (a counter outruns the clock only past a million grants a second), provided
+-- no server's clock is behind the one of an earlier grant. `own` is the name's own counter as the
+-- per-name layout kept it: the fence is made larger than it, and it is kept in step with the
+-- grants for a week, so that processes of that layout still running (a rolling upgrade) keep
+-- counting above every fence given, then it expires.
+-- next_term(counter): an Election's term: one more than the last, counting leaderships of the
+-- name one by one (a term is shown to people, and observers are told it).
 -- current_fence(counter): what a retry of a grant reports: the counter, no less than the fence
 -- of the grant it repeats and less than any later holder's.
 local fence_handover_ms = 604800000
 local function next_fence(counter, own)
-  local fence = redis.call('INCR', counter)
-  if not own then return fence end
+  local fence = redis.call('INCR', counter)  -- an error reply if the counter holds no integer
+  local time = redis.call('TIME')
+  local floor = tonumber(time[1]) * 1000000 + tonumber(time[2])
   local earlier = redis.call('GET', own)
-  if not earlier then return fence end
-  earlier = tonumber(earlier)
-  if earlier >= fence then
-    fence = earlier + 1
+  if earlier then floor = math.max(floor, tonumber(earlier) + 1) end
+  if floor > fence then
+    fence = floor
     redis.call('SET', counter, string.format('%d', fence))
   end
-  if redis.call('PTTL', own) < 0 then
-    redis.call('SET', own, string.format('%d', fence), 'PX', fence_handover_ms)
-  else
-    redis.call('SET', own, string.format('%d', fence), 'KEEPTTL')
+  if earlier then
+    if redis.call('PTTL', own) < 0 then
+      redis.call('SET', own, string.format('%d', fence), 'PX', fence_handover_ms)
+    else
+      redis.call('SET', own, string.format('%d', fence), 'KEEPTTL')
+    end
   end
   return fence
+end
+local function next_term(counter)
+  return redis.call('INCR', counter)
 end
 local function current_fence(counter)
   return tonumber(redis.call('GET', counter) or '0')

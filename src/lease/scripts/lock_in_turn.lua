@@ -31,7 +31,11 @@ local function grant(waiting)
   local observed = ARGV[6] ~= nil and redis.call('EXISTS', KEYS[4]) == 1
   redis.call('SET', KEYS[1], marked_value(ARGV[1], waiting, observed), 'PX', ARGV[2])
   local fence = 0
-  if fenced then fence = next_fence(KEYS[5], own_counter) end
+  if own_counter then
+    fence = next_fence(KEYS[5], own_counter)
+  elseif fenced then
+    fence = next_term(KEYS[5])
+  end
   if observed then announce(KEYS[4], ARGV[6], KEYS[1], KEYS[5], KEYS[6]) end
   return fence
 end
