@@ -152,7 +152,7 @@ class WaitForReplicas final : public Operation {
 // After the first connection: INFO memory, and a warning (through the log hook) when the server
 // may evict keys. Lock keys all carry a TTL, so every policy but noeviction can pick them (the
 // volatile-* ones too), and an evicted lock is free while its holder still works; allkeys-*
-// policies can also evict fence counters, which then start again.
+// policies can also evict fence records and Election terms, which then forget their last value.
 class EvictionPolicyCheck final : public Operation {
  public:
   explicit EvictionPolicyCheck(std::string address)

@@ -128,12 +128,13 @@ Finding eviction_finding(Client& client, const ServerFacts& facts) {
             "maxmemory-policy is noeviction: held leases are never evicted (a full Redis "
             "refuses new ones instead)"};
   }
-  // volatile-* evicts keys with a TTL, and every lease has one; allkeys-* fence counters too,
-  // which have none (an evicted counter starts again at 1).
+  // volatile-* evicts keys with a TTL, and every lease has one; allkeys-* fence counters, fence
+  // records and Election terms too, which have none (a lease fence then counts from the server's
+  // clock, but a term starts again at 1 and a record forgets the newest fence).
   const std::string what_evicted =
       policy->starts_with("volatile-")
           ? "held leases (every lease has a TTL)"
-          : "held leases and fence counters (fences would start again at 1)";
+          : "held leases, fence records and election terms (a term would start again at 1)";
   return {"maxmemory-policy", Level::problem,
           "maxmemory-policy is " + *policy + ": Redis may evict " + what_evicted +
               "; set it to noeviction (CONFIG SET maxmemory-policy noeviction)"};
