@@ -151,8 +151,8 @@ TEST_F(CliDoctorTest, AnEvictingPolicyIsAProblemThatExits1) {
         << problems[0];
     EXPECT_NE(problems[0].find("CONFIG SET maxmemory-policy noeviction"), std::string::npos)
         << problems[0];
-    // allkeys-* evicts keys without a TTL too: the fence counters.
-    EXPECT_EQ(problems[0].find("fence counters") != std::string::npos,
+    // allkeys-* evicts keys without a TTL too: fence records, election terms.
+    EXPECT_EQ(problems[0].find("election terms") != std::string::npos,
               policy.starts_with("allkeys-"))
         << problems[0];
   }

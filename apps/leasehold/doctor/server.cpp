@@ -252,7 +252,7 @@ Finding scripts_finding(Client& client, const ServerFacts& facts) {
     return {"scripts", Level::problem,
             "scripts: a script may not call TIME (" + clock.str +
                 "): leasehold's scripts read the server's clock (waiting in turn, semaphores, "
-                "status), so this server cannot serve its leases" +
+                "fencing numbers, status), so this server cannot serve its leases" +
                 without_keys};
   }
   if (keyless.is_error()) {
