@@ -72,6 +72,8 @@ std::vector<ForeignKey> keys_of_another_type(const Globals& globals, Client& red
   for (LeaseKey& key : lease_keys(permits, name))
     run_keys.push_back(std::move(key));
   batch.push_back(foreign_keys(std::move(run_keys)));
+  // A single server's one fence counter, every name's (a slot of its own).
+  batch.push_back(foreign_keys({{run.server_fence_counter_key(), "string"}}));
   for (std::vector<LeaseKey>& keys : cron::once_per_interval_keys(name, globals.prefix))
     batch.push_back(foreign_keys(std::move(keys)));
   // The election's keys (leasehold elect) share a slot of their own.

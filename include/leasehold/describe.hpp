@@ -60,23 +60,27 @@ class LeaseStatusQuery {
 template <LockNameType N>
 LeaseStatusQuery<Lock<N>> lease_status(const Lock<N>& lock, const N& name) {
   const std::string key = lock.key(name);
-  return LeaseStatusQuery<Lock<N>>({key,
-                                    {},
-                                    LeaseInfo::Kind::exclusive,
-                                    detail::queue_key(key),
-                                    lock.fencing() ? lock.fence_counter_key(name) : std::string(),
-                                    lock.fencing() ? lock.own_fence_key(name) : std::string(),
-                                    {}});
+  return LeaseStatusQuery<Lock<N>>(
+      {key,
+       {},
+       LeaseInfo::Kind::exclusive,
+       detail::queue_key(key),
+       lock.fencing() ? lock.fence_counter_key(name) : std::string(),
+       lock.fencing() ? lock.own_fence_key(name) : std::string(),
+       {},
+       lock.fencing() ? lock.server_fence_counter_key() : std::string()});
 }
 template <LockNameType N>
 LeaseStatusQuery<RwLock<N>> lease_status(const RwLock<N>& lock, const N& name) {
-  return LeaseStatusQuery<RwLock<N>>({lock.writer_key(name),
-                                      lock.readers_key(name),
-                                      LeaseInfo::Kind::shared,
-                                      detail::queue_key(lock.writer_key(name)),
-                                      lock.fencing() ? lock.fence_counter_key(name) : std::string(),
-                                      lock.fencing() ? lock.own_fence_key(name) : std::string(),
-                                      {}});
+  return LeaseStatusQuery<RwLock<N>>(
+      {lock.writer_key(name),
+       lock.readers_key(name),
+       LeaseInfo::Kind::shared,
+       detail::queue_key(lock.writer_key(name)),
+       lock.fencing() ? lock.fence_counter_key(name) : std::string(),
+       lock.fencing() ? lock.own_fence_key(name) : std::string(),
+       {},
+       lock.fencing() ? lock.server_fence_counter_key() : std::string()});
 }
 template <LockNameType N>
 LeaseStatusQuery<Semaphore<N>> lease_status(const Semaphore<N>& semaphore, const N& name) {
@@ -88,14 +92,15 @@ LeaseStatusQuery<Semaphore<N>> lease_status(const Semaphore<N>& semaphore, const
        detail::queue_key(holders),
        semaphore.fencing() ? semaphore.fence_counter_key(name) : std::string(),
        semaphore.fencing() ? semaphore.own_fence_key(name) : std::string(),
-       semaphore.count_key(name)});
+       semaphore.count_key(name),
+       semaphore.fencing() ? semaphore.server_fence_counter_key() : std::string()});
 }
 // A raw key: its one holder, whoever set it (a foreign value is shown by its first 8
 // characters); it has no queue and no fence. Throws Error(errc::invalid_argument) for an empty key.
 inline LeaseStatusQuery<RawLock> lease_status(const RawLock&, std::string_view key) {
   RawLock::validate_key(key);
   return LeaseStatusQuery<RawLock>(
-      {std::string(key), {}, LeaseInfo::Kind::exclusive, {}, {}, {}, {}});
+      {std::string(key), {}, LeaseInfo::Kind::exclusive, {}, {}, {}, {}, {}});
 }
 
 // A query yielding std::vector<LeaseInfo>: the leases that hold a name now (lease_status()'s
@@ -122,6 +127,7 @@ class Describe {
     keys.fence.clear();
     keys.own_fence.clear();
     keys.permits.clear();
+    keys.server_fence.clear();
     return keys;
   }
 
@@ -149,7 +155,8 @@ struct LeaseKey {
 
 // Every key a kind keeps for a name (docs/keys.md): its leases', its queue's and its fencing
 // counters' (whether or not it is fenced: a counter outlives a change of mind): the slot's and
-// the name's own. One hash slot.
+// the name's own. One hash slot: a single server's one counter (server_fence_counter_key()),
+// every fenced name's, is not among them.
 template <LockNameType N>
 std::vector<LeaseKey> lease_keys(const Lock<N>& lock, const N& name) {
   const std::string key = lock.key(name);

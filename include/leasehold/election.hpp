@@ -71,7 +71,7 @@ class Election {
   // term. Its lease is a lease like a Lock's: extend it (while_held, KeepAlive) or lose it.
   InTurn<LockToken<Election>> campaign(const N& name) const {
     return detail::TurnAccess::make<LockToken<Election>>(detail::lock_turn(
-        key(name), ttl_, detail::FenceCounters{term_key(name), {}}, value_key(name)));
+        key(name), ttl_, detail::FenceCounters{term_key(name), {}, {}}, value_key(name)));
   }
 
   // Publishes `value` as the leader's, for this term: a query yielding true, or false when

@@ -27,7 +27,8 @@ struct LeaseStatus {
   std::vector<LeaseInfo> leases;  // the leases that hold the name now
   // How many wait in turn for it (a waiter that died is counted until its place runs out).
   std::uint64_t waiters = 0;
-  // The last fencing number given for it: none for a kind without fencing, or before the first.
+  // The last fencing number its fence counter gave, which other names share (docs/keys.md): no
+  // less than the holder's; none for a kind without fencing, or before the counter's first.
   std::optional<std::uint64_t> fence;
   // A Semaphore's count of permits at its last grant; none for other kinds.
   std::optional<std::uint64_t> permits;

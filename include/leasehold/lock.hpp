@@ -122,8 +122,9 @@ class Lock {
     detail::validate_ttl(ttl);
   }
 
-  // Opt-in fencing numbers: every acquire also increments the counter of the name's hash slot
-  // in the same script and hands its value to the token (token.fence()): strictly increasing per
+  // Opt-in fencing numbers: every acquire also advances the fence counter (fence_counter_key(),
+  // server_fence_counter_key()) in the same script and hands its value to the token
+  // (token.fence()): strictly increasing per
   // name in grant order, never expiring. A fenced lock has keys of its own (docs/keys.md): a
   // fenced and an unfenced Lock of one namespace do not exclude each other, so a namespace is
   // either fenced or not.
@@ -149,11 +150,13 @@ class Lock {
     LockName<N>::append(key, name);
     return key;
   }
-  // A fenced lock's fence counter: "<prefix>:Fences{<tag of the name's slot>}", shared by every
-  // fenced name of the prefix in that hash slot (docs/keys.md, "Fence counters").
+  // A fenced lock's fence counter on a Redis Cluster: "<prefix>:Fences{<tag of the name's
+  // slot>}", shared by every fenced name of the prefix in that hash slot; on a single server
+  // "<prefix>:Fences", shared by every fenced name of the prefix (docs/keys.md, "Fence counters").
   std::string fence_counter_key(const N& name) const {
     return detail::fence_counter_key(prefix_, key(name));
   }
+  std::string server_fence_counter_key() const { return detail::server_fence_counter_key(prefix_); }
   // The name's own counter of the per-name layout, "<prefix>:Lock:{<namespace>:<escaped
   // name>}:fence": a grant moves it into fence_counter_key(name) (docs/keys.md).
   std::string own_fence_key(const N& name) const { return tagged_key(name, ":fence"); }
@@ -330,7 +333,7 @@ class TryLock {
     if (fence_) {
       const std::string_view keys[] = {key_, fence_->slot, fence_->own};
       const std::string_view args[] = {id, ttl.view()};
-      return Request::script(detail::lock_try_fenced_script(), keys, args)
+      return detail::fenced_script(detail::lock_try_fenced_script(), keys, args, fence_)
           .retry_safe()
           .grants_lease();
     }

@@ -110,6 +110,17 @@ class Request {
     return parts_ != nullptr && keys() == Keys::cross_slot;
   }
 
+  // A request whose keys depend on the topology: a Redis Cluster sends `form` in its place (or
+  // the form's parts, when they are sent in its place), with this request's retry_safe() and
+  // grants_lease(); a single server sends this request. Both must answer alike. (A fenced grant
+  // counts on the server's one fence counter, on a cluster on its slot's.)
+  Request&& on_cluster_as(Request form) &&;
+  bool has_cluster_form() const noexcept { return cluster_form_ != nullptr; }
+  // What a cluster sends: on_cluster_as()'s form, or this request.
+  const Request& cluster_form() const noexcept {
+    return cluster_form_ != nullptr ? *cluster_form_ : *this;
+  }
+
   // The RESP bytes, as hiredis formatted them (held in the buffer hiredis made: no copy).
   std::string_view bytes() const noexcept { return {bytes_.get(), size_}; }
   bool is_script() const noexcept { return script_ != nullptr; }
@@ -133,6 +144,7 @@ class Request {
   void declare_key(std::string_view key) noexcept;
 
   std::shared_ptr<const std::vector<Request>> parts_;  // split_by_slot's; shared, never changed
+  std::shared_ptr<const Request> cluster_form_;        // on_cluster_as's; shared, never changed
   bool retry_safe_ = false;
   bool grants_lease_ = false;
   // The declared keys are, in their order: the arguments [key_first_, key_first_ + key_count_) of

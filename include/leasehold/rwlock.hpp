@@ -59,9 +59,9 @@ class RwLock {
     return copy;
   }
 
-  // Opt-in fencing numbers for writers: each writer grant also increments the counter of the
-  // name's hash slot (fence_counter_key(), never expiring) and the writer's token.fence() gives
-  // it: strictly increasing per name in grant order.
+  // Opt-in fencing numbers for writers: each writer grant also advances the fence counter
+  // (fence_counter_key(), server_fence_counter_key(), never expiring) and the writer's
+  // token.fence() gives it: strictly increasing per name in grant order.
   constexpr RwLock with_fencing() const {
     RwLock copy = *this;
     copy.fencing_ = true;
@@ -78,11 +78,13 @@ class RwLock {
   std::string writer_key(const N& name) const { return key(name, 'w'); }
   std::string readers_key(const N& name) const { return key(name, 'r'); }
   std::string intent_key(const N& name) const { return key(name, 'i'); }
-  // A fenced lock's fence counter: "<prefix>:Fences{<tag of the name's slot>}", shared by every
-  // fenced name of the prefix in that slot (docs/keys.md, "Fence counters").
+  // A fenced lock's fence counter on a Redis Cluster: "<prefix>:Fences{<tag of the name's
+  // slot>}", shared by every fenced name of the prefix in that slot; on a single server
+  // "<prefix>:Fences", shared by every fenced name of the prefix (docs/keys.md, "Fence counters").
   std::string fence_counter_key(const N& name) const {
     return detail::fence_counter_key(prefix_, writer_key(name));
   }
+  std::string server_fence_counter_key() const { return detail::server_fence_counter_key(prefix_); }
   // The name's own counter of the per-name layout (":f"), which a grant moves into the slot's.
   std::string own_fence_key(const N& name) const { return key(name, 'f'); }
   // A hash tag, braces included, for keys that must share the lease's hash slot (the keys of
@@ -116,7 +118,7 @@ class RwLock {
         std::nullopt,
         std::nullopt,
         false,
-        {writer_key(name), readers_key(name), LeaseInfo::Kind::shared, {}, {}, {}, {}}});
+        {writer_key(name), readers_key(name), LeaseInfo::Kind::shared, {}, {}, {}, {}, {}}});
   }
 
   // A query yielding std::optional<LockToken<RwLock>>.

@@ -44,8 +44,8 @@ class Semaphore {
     detail::validate_ttl(ttl);
   }
 
-  // Opt-in fencing numbers: each grant increments the counter of the name's hash slot
-  // (fence_counter_key(), never expiring) and the permit's token.fence() gives it: strictly
+  // Opt-in fencing numbers: each grant advances the fence counter (fence_counter_key(),
+  // server_fence_counter_key(), never expiring) and the permit's token.fence() gives it: strictly
   // increasing per name in grant order.
   constexpr Semaphore with_fencing() const {
     Semaphore copy = *this;
@@ -63,11 +63,13 @@ class Semaphore {
   // ":n" holds the count of the last grant, for status tools; no acquire reads it.
   std::string holders_key(const N& name) const { return key(name, 'h'); }
   std::string count_key(const N& name) const { return key(name, 'n'); }
-  // A fenced semaphore's fence counter: "<prefix>:Fences{<tag of the name's slot>}", shared by
-  // every fenced name of the prefix in that slot (docs/keys.md, "Fence counters").
+  // A fenced semaphore's fence counter on a Redis Cluster: "<prefix>:Fences{<tag of the name's
+  // slot>}", shared by every fenced name of the prefix in that slot; on a single server
+  // "<prefix>:Fences", shared by every fenced name of the prefix (docs/keys.md, "Fence counters").
   std::string fence_counter_key(const N& name) const {
     return detail::fence_counter_key(prefix_, holders_key(name));
   }
+  std::string server_fence_counter_key() const { return detail::server_fence_counter_key(prefix_); }
   // The name's own counter of the per-name layout (":f"), which a grant moves into the slot's.
   std::string own_fence_key(const N& name) const { return key(name, 'f'); }
   // A hash tag, braces included, for keys that must share the lease's hash slot (the keys of
@@ -103,7 +105,7 @@ class Semaphore {
                             std::nullopt,
                             std::nullopt,
                             false,
-                            {{}, holders_key(name), LeaseInfo::Kind::permit, {}, {}, {}, {}}});
+                            {{}, holders_key(name), LeaseInfo::Kind::permit, {}, {}, {}, {}, {}}});
   }
 
   // A query yielding std::optional<PermitToken<Semaphore>>.
@@ -165,7 +167,8 @@ class TryAcquire {
                                      fence_ ? std::string_view(fence_->slot) : std::string_view(),
                                      fence_ ? std::string_view(fence_->own) : std::string_view()};
     const std::string_view args[] = {value_, ttl.view(), permits.view()};
-    return Request::script(detail::permit_acquire_script(), std::span(keys, fence_ ? 4 : 2), args)
+    return detail::fenced_script(detail::permit_acquire_script(), std::span(keys, fence_ ? 4 : 2),
+                                 args, fence_)
         .retry_safe()
         .grants_lease();
   }

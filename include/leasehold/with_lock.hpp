@@ -136,10 +136,12 @@ class Locker {
 
   Client& client() const noexcept { return client_; }
   // The Redis key of the lock named `name`: "<prefix>:<name>"; with fencing
-  // "<prefix>:{<escaped name>}", whose fences count in its slot's "<prefix>:Fences{<tag>}"
-  // (docs/keys.md, "Fence counters"); with raw keys the name itself.
+  // "<prefix>:{<escaped name>}", whose fences count in its slot's "<prefix>:Fences{<tag>}" on a
+  // Redis Cluster, in "<prefix>:Fences" on a single server (docs/keys.md, "Fence counters"); with
+  // raw keys the name itself.
   std::string key(std::string_view name) const;
   std::string fence_counter_key(std::string_view name) const;
+  std::string server_fence_counter_key() const;
   // The name's own counter of the per-name layout, "<prefix>:{<escaped name>}:fence", which a
   // grant moves into fence_counter_key(name).
   std::string own_fence_key(std::string_view name) const;

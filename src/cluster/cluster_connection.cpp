@@ -10,7 +10,7 @@
 #include <asio/use_awaitable.hpp>
 #include <numeric>
 
-#include "split_by_slot.hpp"
+#include "cluster_forms.hpp"
 
 namespace leasehold::detail {
 namespace {
@@ -91,9 +91,10 @@ asio::awaitable<void> ClusterConnection::refresh_loop() {
   }
 }
 
-// A request over keys of several slots that has parts goes as its parts.
+// A request with a cluster form goes as that form, one over keys of several slots that has parts
+// as its parts.
 std::unique_ptr<Operation> ClusterConnection::prepare(std::unique_ptr<Operation> operation) {
-  return sent_in_parts(std::move(operation));
+  return sent_in_cluster_forms(std::move(operation));
 }
 
 void ClusterConnection::accept(std::unique_ptr<Operation> operation) {

@@ -158,12 +158,20 @@ Request LockSetTry::request() const {
   }
   const DecimalDigits ttl(ttl_.count());
   const Script& script = writers() ? rw_set_try_script() : lock_set_try_script();
-  return per_slot(keys, keys_.leases.size(),
-                  [&](std::span<const std::string_view> some, std::size_t names) {
-                    const DecimalDigits count(static_cast<long long>(names));
-                    const std::string_view args[] = {value_, ttl.view(), count.view()};
-                    return Request::script(script, some, args).retry_safe().grants_lease();
-                  });
+  const auto call = [&](std::span<const std::string_view> some, std::size_t names) {
+    const DecimalDigits count(static_cast<long long>(names));
+    const std::string_view args[] = {value_, ttl.view(), count.view()};
+    return Request::script(script, some, args).retry_safe().grants_lease();
+  };
+  Request on_cluster = per_slot(keys, keys_.leases.size(), call);
+  if (!fences_)
+    return on_cluster;
+  // A single server counts every name's fence on its one counter, in one call.
+  const DecimalDigits count(static_cast<long long>(keys_.leases.size()));
+  const std::string_view args[] = {value_, ttl.view(), count.view()};
+  return counted_per_topology(std::move(on_cluster), script, keys, args, *fences_)
+      .retry_safe()
+      .grants_lease();
 }
 
 namespace {

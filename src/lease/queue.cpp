@@ -59,7 +59,7 @@ Request LockTurn::try_request(const Waiter& waiter) const {
   std::size_t used = 4;
   if (fence_)
     used = sixth.empty() ? 5 : 6;
-  return Request::script(lock_in_turn_script(), std::span(keys, used), used_args)
+  return fenced_script(lock_in_turn_script(), std::span(keys, used), used_args, fence_)
       .retry_safe()
       .grants_lease();
 }

@@ -113,7 +113,7 @@ class RwTurn final : public TurnContract {
     const std::string_view own = fenced() ? std::string_view(keys_.fence->own) : std::string_view();
     const std::string_view keys[] = {keys_.writer,     keys_.readers, keys_.intent, waiting_.queue,
                                      waiting_.tickets, fence,         own};
-    return Request::script(rw_in_turn_script(), std::span(keys, fenced() ? 7 : 5), args)
+    return fenced_script(rw_in_turn_script(), std::span(keys, fenced() ? 7 : 5), args, keys_.fence)
         .retry_safe()
         .grants_lease();
   }

@@ -77,7 +77,8 @@ class PermitTurn final : public TurnContract {
                                      keys_.count,
                                      keys_.fence ? std::string_view(keys_.fence->slot) : "",
                                      keys_.fence ? std::string_view(keys_.fence->own) : ""};
-    return Request::script(permit_in_turn_script(), std::span(keys, keys_.fence ? 6 : 4), args)
+    return fenced_script(permit_in_turn_script(), std::span(keys, keys_.fence ? 6 : 4), args,
+                         keys_.fence)
         .retry_safe()
         .grants_lease();
   }

@@ -1,6 +1,7 @@
 #include "leasehold/describe.hpp"
 
 #include "lease_scripts.hpp"
+#include "leasehold/detail/fence_counters.hpp"
 #include "scripts.hpp"
 
 namespace leasehold::detail {
@@ -26,7 +27,11 @@ Request StatusKeys::request() const {
   add('f', own_fence);
   add('n', permits);
   const std::string_view args[] = {mode};
-  return Request::script(lease_status_script(), keys, args).retry_safe();
+  // A single server reads its one counter where a cluster reads the slot's.
+  std::optional<FenceCounters> counters;
+  if (!fence.empty())
+    counters = FenceCounters{fence, own_fence, server_fence};
+  return fenced_script(lease_status_script(), keys, args, counters).retry_safe();
 }
 
 namespace {

@@ -114,6 +114,10 @@ std::string Locker::fence_counter_key(std::string_view name) const {
   return detail::fence_counter_key(prefix_, key(name));
 }
 
+std::string Locker::server_fence_counter_key() const {
+  return detail::server_fence_counter_key(prefix_);
+}
+
 std::optional<detail::FenceCounters> Locker::fence_counters(std::string_view name) const {
   if (!fencing())
     return std::nullopt;

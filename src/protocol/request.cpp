@@ -105,6 +105,7 @@ Request::Request(const Request& other)
     : size_(other.size_),
       script_(other.script_),
       parts_(other.parts_),
+      cluster_form_(other.cluster_form_),
       retry_safe_(other.retry_safe_),
       grants_lease_(other.grants_lease_),
       keys_(other.keys_),
@@ -190,6 +191,11 @@ Request Request::with_call_head(std::string_view verb, std::string_view script) 
 
 Request&& Request::split_by_slot(std::vector<Request> parts) && {
   parts_ = parts.empty() ? nullptr : std::make_shared<const std::vector<Request>>(std::move(parts));
+  return std::move(*this);
+}
+
+Request&& Request::on_cluster_as(Request form) && {
+  cluster_form_ = std::make_shared<const Request>(std::move(form));
   return std::move(*this);
 }
 

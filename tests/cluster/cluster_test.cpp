@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdio>
 #include <future>
+#include <iostream>
 #include <leasehold/leasehold.hpp>
 #include <map>
 #include <mutex>
@@ -355,6 +356,45 @@ TEST_F(ClusterTest, FencedLocksKeepTheirCounterInTheLocksSlot) {
     }
   }
   EXPECT_EQ(masters.size(), 3u);
+}
+
+// 100 000 fenced names, each granted once: at most one counter per hash slot (16 384), where the
+// per-name layout left 100 000 (a single server keeps one: FenceCounterTest).
+TEST_F(ClusterTest, ManyFencedNamesLeaveAtMostOneCounterPerSlot) {
+  const std::string prefix = unique("many");
+  const Lock<std::string> lock = Lock<std::string>{"names", 60s, prefix}.with_fencing();
+  constexpr int kNames = 100'000;
+  constexpr int kBatch = 2'000;
+  // Batches of grants, each within its own time: a loaded machine (or a sanitizer) may take a
+  // while, which is not what this test is about.
+  ClientOptions options;
+  options.command_timeout = 60s;
+  Client client(cluster_->url(), options);
+  std::set<std::uint16_t> slots;
+  for (int start = 0; start < kNames; start += kBatch) {
+    std::vector<TryLock<Lock<std::string>>> batch;
+    for (int n = start; n < start + kBatch; ++n) {
+      batch.push_back(lock.try_lock(std::to_string(n)));
+      slots.insert(key_slot(lock.key(std::to_string(n))));
+    }
+    for (auto& granted : client.process(batch))
+      ASSERT_TRUE(granted.value());
+  }
+  std::size_t counters = 0;
+  for (const int master : cluster_->masters()) {
+    std::string cursor = "0";
+    do {
+      const Reply page =
+          cluster_->command(static_cast<std::size_t>(master),
+                            {"SCAN", cursor, "MATCH", prefix + ":Fences*", "COUNT", "10000"});
+      cursor = page.elements.at(0).str;
+      counters += page.elements.at(1).elements.size();
+    } while (cursor != "0");
+  }
+  EXPECT_EQ(counters, slots.size());
+  EXPECT_LE(counters, std::size_t{kClusterSlots});
+  RecordProperty("fence_counters", static_cast<int>(counters));
+  std::cout << kNames << " fenced names: " << counters << " fence counters\n";
 }
 
 TEST_F(ClusterTest, ASingleServerGivenAsAClusterIsAClearError) {

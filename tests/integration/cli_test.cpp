@@ -434,7 +434,7 @@ TEST_F(CliTest, RunsOverTlsWithTheCertificateFlagsAndSaysWhatIsWrongWithThem) {
   EXPECT_EQ(run.out(), name_ + "\n");
   EXPECT_EQ(tls.command({"EXISTS", writer_key()}).integer, 0) << "released when the command ended";
   EXPECT_EQ(
-      tls.command({"EXISTS", RwLock<std::string>{"run", 1s}.fence_counter_key(name_)}).integer, 1)
+      tls.command({"EXISTS", RwLock<std::string>{"run", 1s}.server_fence_counter_key()}).integer, 1)
       << "the fence counter of the lease is on the TLS server";
 
   // A CA file that does not exist is a usage error that names it.

@@ -74,6 +74,7 @@ TEST(KeyNames, FenceCountersAreOnePerSlotAndPrefixInTheSlotOfTheirNames) {
   EXPECT_EQ(per_slot_key("pfx:Fences", "any key of {that} slot"),
             per_slot_key("pfx:Fences", "that"));
   EXPECT_EQ(shared, per_slot_key("pfx:Fences", lock.key("a")));
+  EXPECT_EQ(lock.server_fence_counter_key(), "pfx:Fences") << "a single server's one counter";
   const auto other_prefix = Lock<std::string>{"jobs", 1s, "other"}.with_fencing();
   EXPECT_NE(other_prefix.fence_counter_key("a"), shared);
 }

@@ -39,7 +39,14 @@ TEST(LockSetTry, NamesOfSeveralSlotsAreOneScriptWithOnePartPerSlot) {
   }
   ASSERT_EQ(slots.size(), 3u);
   const detail::LockSetTry attempt = set.attempt();
-  const Request request = attempt.request();
+  const Request whole = attempt.request();
+  // A single server runs the one script, each fence on its one counter; a cluster the form that
+  // counts on the slots' counters, in parts.
+  EXPECT_TRUE(whole.parts().empty());
+  EXPECT_NE(whole.bytes().find("\r\n" + kFenced.server_fence_counter_key() + "\r\n"),
+            std::string_view::npos);
+  ASSERT_TRUE(whole.is_retry_safe() && whole.is_lease_grant());
+  const Request& request = whole.cluster_form();
   EXPECT_TRUE(request.sent_in_parts_on_cluster());
   ASSERT_EQ(request.parts().size(), 3u);
   for (std::size_t i = 0; i < 3; ++i) {
@@ -49,6 +56,7 @@ TEST(LockSetTry, NamesOfSeveralSlotsAreOneScriptWithOnePartPerSlot) {
     EXPECT_TRUE(part.is_retry_safe());
     EXPECT_TRUE(part.is_lease_grant());
     EXPECT_NE(part.bytes().find(set.keys()[i]), std::string_view::npos);
+    EXPECT_NE(part.bytes().find(kFenced.fence_counter_key(set.names()[i])), std::string_view::npos);
   }
   // Names of one slot: the one script alone.
   const LockSet together(Lock<std::string>{"order", 10s}, {"{7}a", "{7}b"});

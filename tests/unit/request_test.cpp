@@ -434,13 +434,41 @@ TEST(RequestKeys, EveryAcquireAndLeaseCallIsRoutedByItsKeys) {
   const Lock<std::string> fenced =
       Lock<std::string>{"invoice", std::chrono::seconds(5)}.with_fencing();
   const auto query = fenced.try_lock("INV-{7}");
-  EXPECT_EQ(query.request().keys(), Request::Keys::one_slot);
-  EXPECT_EQ(query.request().slot(), key_slot(fenced.key("INV-{7}")));
-  EXPECT_EQ(query.request().slot(), key_slot(fenced.fence_counter_key("INV-{7}")));
+  // A cluster counts the fence on the slot's counter; a single server on its one counter.
+  const Request request = query.request();
+  const Request& on_cluster = request.cluster_form();
+  ASSERT_TRUE(request.has_cluster_form());
+  EXPECT_EQ(on_cluster.keys(), Request::Keys::one_slot);
+  EXPECT_EQ(on_cluster.slot(), key_slot(fenced.key("INV-{7}")));
+  EXPECT_EQ(on_cluster.slot(), key_slot(fenced.fence_counter_key("INV-{7}")));
+  EXPECT_NE(request.bytes().find("\r\n" + fenced.server_fence_counter_key() + "\r\n"),
+            std::string_view::npos);
   const auto cleanup = query.on_unknown_outcome();
   ASSERT_TRUE(cleanup);
   EXPECT_EQ(cleanup->keys_and_slot(),
             std::make_pair(Request::Keys::one_slot, key_slot(fenced.key("INV-{7}"))));
+}
+
+TEST(Request, AClusterFormIsWhatAClusterSendsAndCopiesKeepIt) {
+  const Script script(kReturnOne);
+  const std::vector<std::string_view> server_keys = {"{a}x", "counter"};
+  const std::vector<std::string_view> cluster_keys = {"{a}x", "{a}counter"};
+  const Request plain = Request::script(script, server_keys, {});
+  EXPECT_FALSE(plain.has_cluster_form());
+  EXPECT_EQ(&plain.cluster_form(), &plain) << "without a form, a cluster sends the request";
+
+  const Request both = Request::script(script, server_keys, {})
+                           .on_cluster_as(Request::script(script, cluster_keys, {}))
+                           .grants_lease();
+  ASSERT_TRUE(both.has_cluster_form());
+  EXPECT_EQ(both.bytes(), plain.bytes()) << "a single server sends the request itself";
+  EXPECT_EQ(both.cluster_form().bytes(), Request::script(script, cluster_keys, {}).bytes());
+  EXPECT_EQ(both.cluster_form().keys(), Request::Keys::one_slot);
+  EXPECT_EQ(both.keys(), Request::Keys::cross_slot);
+  const Request copy = both;
+  ASSERT_TRUE(copy.has_cluster_form());
+  EXPECT_EQ(copy.cluster_form().bytes(), both.cluster_form().bytes());
+  EXPECT_TRUE(copy.is_lease_grant());
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ struct StatusKeys {
   std::string fence;      // the fence counter of the name's slot
   std::string own_fence;  // the name's own counter of the per-name layout, until it expires
   std::string permits;
+  std::string server_fence;  // a single server's one fence counter (with `fence`)
 
   Request request() const;
   Result<LeaseStatus> parse(const Reply& reply) const;

@@ -111,7 +111,7 @@ class RwAcquire {
     const std::span<const std::string_view> args(with_intent, intent_ttl.empty() ? 2 : 3);
     // Retry-safe: a rerun with the same id answers 1 again (and keeps one lease).
     const std::span<const std::string_view> used_keys(keys, fence_ ? 5 : 3);
-    return Request::script(script, used_keys, args).retry_safe().grants_lease();
+    return fenced_script(script, used_keys, args, fence_).retry_safe().grants_lease();
   }
 
  private:

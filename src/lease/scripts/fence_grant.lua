@@ -1,7 +1,8 @@
--- Fragment. The fencing numbers of fenced names, counted per hash slot (docs/keys.md, "Fence
--- counters"): one counter per slot and prefix, shared by every fenced name of the prefix in that
--- slot, so a name's fences strictly increase in grant order while the counters stay at most one
--- per slot.
+-- Fragment. The fencing numbers of fenced names, counted on a shared counter (docs/keys.md,
+-- "Fence counters"): a single server's one counter per prefix, or on a Redis Cluster the counter
+-- of the name's hash slot (a script's keys share a slot), so a name's fences strictly increase in
+-- grant order while the counters stay one, or at most one per slot. The request's keys name the
+-- counter of its topology (fence_counters.hpp).
 -- next_fence(counter, own): the fence of a grant: one more than the `counter`'s last, and no less
 -- than the server's clock in microseconds; the counter takes it. The clock keeps fences
 -- increasing where a counter lost its last value — evicted, dropped by a failover with the writes

@@ -1,7 +1,7 @@
 -- Reads a name's leases and what surrounds them, for status tools (describe.hpp). Reads only.
 -- ARGV[1] the mode: one letter per key, in the order of KEYS. 's' a string key holding one lease,
 -- 'z' a sorted set of leases scored by their end in server ms, 'q' the queue of waiters (a sorted
--- set), 'f' a fence counter (the slot's, then the name's own: the larger counts), 'n' a
+-- set), 'f' a fence counter (the shared one, then the name's own: the larger counts), 'n' a
 -- Semaphore's count of permits at its last grant.
 -- Reply: {server ms now, the string key's value ('' if none), its PTTL (-2 if none), the number
 -- of queued waiters, the fence counter (-1 if none), the count of permits (-1 if none), then

@@ -1,6 +1,6 @@
 -- A Lock's try in turn (queue.hpp).
 -- KEYS[1] the lock key, KEYS[2] its queue, KEYS[3] its tickets, KEYS[4] its observed hash
--- (observed.lua), KEYS[5] its fence counter (fenced locks: the slot's; an Election's term key),
+-- (observed.lua), KEYS[5] its fence counter (fenced locks: the shared one; an Election's term key),
 -- KEYS[6] a fenced Lock's own counter of the per-name layout (fence_grant.lua), or an Election's
 -- value key. ARGV[1] the waiter's value (its lease's), ARGV[2] the lock's TTL in ms, ARGV[3]
 -- the ticket's TTL in ms, ARGV[4] the grace in ms a head gets to take a free lock, ARGV[5] the

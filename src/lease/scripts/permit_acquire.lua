@@ -1,5 +1,5 @@
 -- A Semaphore's try for a permit.
--- KEYS[1] the holders' set, KEYS[2] the count key, KEYS[3] the slot's fence counter and KEYS[4]
+-- KEYS[1] the holders' set, KEYS[2] the count key, KEYS[3] the fence counter and KEYS[4]
 -- the name's own counter of the per-name layout (fenced semaphores only, fence_grant.lua).
 -- ARGV[1] the permit's value, ARGV[2] its TTL in ms, ARGV[3] the count of permits.
 -- Reply: granted (or already held by this value: a retry): 1, or with a fence counter the

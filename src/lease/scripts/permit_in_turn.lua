@@ -1,6 +1,6 @@
 -- A Semaphore's try in turn for a permit.
 -- KEYS[1] the holders' set, KEYS[2] the queue, KEYS[3] the tickets, KEYS[4] the count key,
--- KEYS[5] the slot's fence counter and KEYS[6] the name's own counter of the per-name layout
+-- KEYS[5] the fence counter and KEYS[6] the name's own counter of the per-name layout
 -- (fenced semaphores only, fence_grant.lua). ARGV[1] the waiter's value, ARGV[2] the
 -- permit's TTL in ms, ARGV[3] the ticket's TTL in ms, ARGV[4] the count of permits, ARGV[5] the
 -- semaphore's release channel, ARGV[6] the grace in ms a waiter gets to take a free permit.

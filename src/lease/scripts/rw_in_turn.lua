@@ -1,6 +1,6 @@
 -- An RwLock's try in turn, for a reader's or the writer's lease.
 -- KEYS[1] the writer key, KEYS[2] the readers' set, KEYS[3] the intent key, KEYS[4] the queue,
--- KEYS[5] the tickets, KEYS[6] the slot's fence counter and KEYS[7] the name's own counter of the
+-- KEYS[5] the tickets, KEYS[6] the fence counter and KEYS[7] the name's own counter of the
 -- per-name layout (fenced writers only, fence_grant.lua). ARGV[1] the kind ('r' or
 -- 'w'), ARGV[2] the waiter's value, ARGV[3] the lease's TTL in ms, ARGV[4] the ticket's TTL in
 -- ms, ARGV[5] the grace in ms a head gets to take its turn, ARGV[6] the lock's release channel.

@@ -1,7 +1,7 @@
 -- An RwLock's try for the writer's lease of several names at once, as one lease (lock_set.hpp):
 -- all of them or none.
 -- KEYS[1..n] the writer keys, in the set's order, KEYS[n+1..2n] the readers' sets; a fenced
--- lock's then KEYS[2n+1..3n] the fence counter of each key's slot and KEYS[3n+1..4n] each name's
+-- lock's then KEYS[2n+1..3n] the fence counter of each key and KEYS[3n+1..4n] each name's
 -- own counter of the per-name layout (fence_grant.lua). ARGV[1] the lease's value, ARGV[2] its
 -- TTL in ms, ARGV[3] n.
 -- Reply: {1, fence of each name (0 when not fenced)} if the lease is the writer of every name

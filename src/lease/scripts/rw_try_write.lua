@@ -1,5 +1,5 @@
 -- An RwLock's try for the writer's lease.
--- KEYS[1] the writer key, KEYS[2] the readers' set, KEYS[3] the intent key, KEYS[4] the slot's
+-- KEYS[1] the writer key, KEYS[2] the readers' set, KEYS[3] the intent key, KEYS[4] the
 -- fence counter and KEYS[5] the name's own counter of the per-name layout (fenced locks only,
 -- fence_grant.lua). ARGV[1] the writer's value, ARGV[2] its TTL in ms, ARGV[3] the
 -- intent's TTL in ms (0: no writer preference).

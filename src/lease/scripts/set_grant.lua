@@ -2,7 +2,7 @@
 -- names (lock_set.hpp) once none of them is held by another: KEYS[1..n] are the names' lease keys,
 -- ARGV[1] the lease's value, ARGV[2] its TTL in ms; held[i] whether KEYS[i] holds this lease
 -- already (its TTL restarts, its mark is kept); with `counters`, KEYS[counters + i] is the fence
--- counter of KEYS[i]'s slot and KEYS[counters + n + i] the name's own counter. Answers {1, the
+-- counter of KEYS[i] (a single server's one counter may come n times) and KEYS[counters + n + i] the name's own counter. Answers {1, the
 -- fence of each name (0 when not fenced)}.
 local function grant_set(n, held, counters)
   local reply = {1}

@@ -82,8 +82,10 @@ int run_elector(const Options& options) {
         observe();
         // As docs/election.md asks of a leader: its stop token comes by a timer, which runs late
         // after a stall (this process stopped past the deadline), so the token's own deadline is
-        // checked too before the step that must happen while leading.
-        recorder.record({.kind = EventKind::cs_end,
+        // checked too before the step that must happen while leading, after the stamp.
+        const std::int64_t ended = monotonic_ns();
+        recorder.record({.t = ended,
+                         .kind = EventKind::cs_end,
                          .name = name,
                          .lease = lease,
                          .valid = !leading.stop_requested() && !term.leader.expired()});

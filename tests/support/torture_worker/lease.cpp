@@ -141,10 +141,15 @@ struct LeaseWorker {
           }
         }
         observe();
-        recorder.record({.kind = EventKind::cs_end,
+        // Stamped, then checked against the token's own deadline as well as the stop token, which
+        // a timer requests and a starved process may run late (docs/election.md): a section told
+        // valid ended before its deadline.
+        const std::int64_t ended = monotonic_ns();
+        recorder.record({.t = ended,
+                         .kind = EventKind::cs_end,
                          .name = name,
                          .lease = lease,
-                         .valid = !stop.stop_requested()});
+                         .valid = !stop.stop_requested() && !token.expired()});
       } catch (const leasehold::Error& e) {
         recorder.record(
             {.kind = EventKind::cs_end, .name = name, .lease = lease, .detail = as_word(e.what())});

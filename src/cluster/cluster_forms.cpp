@@ -1,16 +1,33 @@
-#include "split_by_slot.hpp"
+#include "cluster_forms.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
 namespace leasehold::detail {
 namespace {
 
-class PartsOperation final : public Operation {
+// What a cluster sends for one request.
+enum class SentAs : std::uint8_t { itself, form, parts };
+
+SentAs sent_as(const Request& request) {
+  if (request.cluster_form().sent_in_parts_on_cluster())  // reads the keys' slots
+    return SentAs::parts;
+  return request.has_cluster_form() ? SentAs::form : SentAs::itself;
+}
+
+// The cluster form of `request`, with its flags.
+Request form_of(const Request& request) {
+  return Request(request.cluster_form())
+      .retry_safe(request.is_retry_safe())
+      .grants_lease(request.is_lease_grant());
+}
+
+class ClusterFormsOperation final : public Operation {
  public:
-  // `in_parts[i]`: whether the whole's i-th request goes as its parts.
-  PartsOperation(std::unique_ptr<Operation> whole, const std::vector<bool>& in_parts)
+  // `sent_as[i]`: what goes for the whole's i-th request.
+  ClusterFormsOperation(std::unique_ptr<Operation> whole, const std::vector<SentAs>& sent_as)
       : whole_(std::move(whole)) {
     sent = whole_->sent;
     deadline = whole_->deadline;
@@ -20,12 +37,12 @@ class PartsOperation final : public Operation {
     unanswered_.resize(requests.size(), 1);
     for (std::size_t index = 0; index < requests.size(); ++index) {
       const Request& request = requests[index];
-      if (!in_parts[index]) {
-        sent_.push_back(request);
+      if (sent_as[index] != SentAs::parts) {
+        sent_.push_back(sent_as[index] == SentAs::form ? form_of(request) : request);
         origins_.push_back({index, kWhole});
         continue;
       }
-      const std::span<const Request> parts = request.parts();
+      const std::span<const Request> parts = request.cluster_form().parts();
       replies_[index].type = Reply::Type::array;
       replies_[index].elements.resize(parts.size());
       unanswered_[index] = parts.size();
@@ -69,19 +86,20 @@ class PartsOperation final : public Operation {
 
 }  // namespace
 
-std::unique_ptr<Operation> sent_in_parts(std::unique_ptr<Operation> operation) {
+std::unique_ptr<Operation> sent_in_cluster_forms(std::unique_ptr<Operation> operation) {
   const std::span<const Request> requests = operation->requests();
-  // Most calls have no parts: that much is a pointer test, and they go as they are.
-  if (std::all_of(requests.begin(), requests.end(),
-                  [](const Request& request) { return request.parts().empty(); }))
+  // Most calls have neither: that much is two pointer tests, and they go as they are.
+  if (std::all_of(requests.begin(), requests.end(), [](const Request& request) {
+        return request.parts().empty() && !request.has_cluster_form();
+      }))
     return operation;
   // Whether each goes in parts reads its keys' slots: once, here.
-  std::vector<bool> in_parts;
+  std::vector<SentAs> sent;
   for (const Request& request : requests)
-    in_parts.push_back(request.sent_in_parts_on_cluster());
-  if (std::find(in_parts.begin(), in_parts.end(), true) == in_parts.end())
+    sent.push_back(sent_as(request));
+  if (std::all_of(sent.begin(), sent.end(), [](SentAs as) { return as == SentAs::itself; }))
     return operation;  // keys of one slot: the requests themselves
-  return std::make_unique<PartsOperation>(std::move(operation), in_parts);
+  return std::make_unique<ClusterFormsOperation>(std::move(operation), sent);
 }
 
 }  // namespace leasehold::detail
