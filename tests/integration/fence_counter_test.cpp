@@ -180,6 +180,23 @@ TEST_F(FenceCounterTest, ACounterThatLostItsLastValueStillGivesLargerFences) {
   EXPECT_GT(grant_permit(), permit);
 }
 
+// Data moved from a Redis Cluster (or counted by an earlier layout that kept one counter per slot
+// on a single server too) leaves the name's slot counter behind: the server's own counter, which
+// did not exist, counts from the clock, above the last fence the slot counter gave.
+TEST_F(FenceCounterTest, AFenceAfterAMoveFromAClusterIsAboveTheSlotCountersLast) {
+  const std::string prefix = "moved-in-" + std::to_string(unique_number());
+  const Lock<std::string> lock = Lock<std::string>{"names", 10s, prefix}.with_fencing();
+  const std::uint64_t cluster_last = testing::server_clock_us(*server_) - 1;
+  server_->command({"SET", lock.fence_counter_key("invoice"), std::to_string(cluster_last)});
+  ASSERT_EQ(server_->command({"EXISTS", lock.server_fence_counter_key()}).integer, 0);
+  auto token = redis_.process(lock.try_lock("invoice"));
+  ASSERT_TRUE(token && token->fence());
+  EXPECT_GT(*token->fence(), cluster_last);
+  EXPECT_EQ(get(lock.server_fence_counter_key()), std::to_string(*token->fence()));
+  EXPECT_EQ(get(lock.fence_counter_key("invoice")), std::to_string(cluster_last)) << "left alone";
+  ASSERT_TRUE(redis_.process(token->release()));
+}
+
 // 100 000 fenced names, each granted once: one counter on a single server, where the per-name
 // layout left 100 000 (and a Redis Cluster keeps at most one per slot: tests/cluster).
 TEST_F(FenceCounterTest, ManyFencedNamesLeaveOneCounterOnASingleServer) {
