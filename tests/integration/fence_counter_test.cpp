@@ -25,6 +25,10 @@ class FenceCounterTest : public testing::SharedServerTest {
  protected:
   FenceCounterTest() : redis_(server_->unix_url()) {}
 
+  // A prefix of the test's own: the server's counter is every fenced name's of a prefix, and
+  // the suite may run in one process against one server.
+  const std::string prefix_ = "fence-counter-" + std::to_string(unique_number());
+
   std::string get(const std::string& key) { return server_->command({"GET", key}).str; }
   long long pttl(const std::string& key) { return server_->command({"PTTL", key}).integer; }
   // A counter value above the server's clock (by 1000 s and more), such as a name's own counter
@@ -63,7 +67,7 @@ class FenceCounterTest : public testing::SharedServerTest {
 };
 
 TEST_F(FenceCounterTest, ALocksFirstGrantMovesItsOwnCounterIntoItsSlotsAndStaysAboveIt) {
-  constexpr auto lock = Lock<std::string>{"moved", 10s}.with_fencing();
+  const auto lock = Lock<std::string>{"moved", 10s, prefix_}.with_fencing();
   const std::uint64_t own = ahead_of_clock(41);
   server_->command({"SET", lock.own_fence_key("invoice"), std::to_string(own)});
   const auto query = lock.try_lock("invoice");
@@ -84,14 +88,14 @@ TEST_F(FenceCounterTest, ALocksFirstGrantMovesItsOwnCounterIntoItsSlotsAndStaysA
 }
 
 TEST_F(FenceCounterTest, EveryFencedKindMovesItsOwnCounter) {
-  constexpr auto rw = RwLock<std::string>{"moved-rw", 10s}.with_fencing();
+  const auto rw = RwLock<std::string>{"moved-rw", 10s, prefix_}.with_fencing();
   expect_grant_moves(rw, "catalog", ahead_of_clock(70),
                      [&](const std::string& name) { return redis_.process(rw.try_write(name)); });
   expect_grant_moves(rw, "index", ahead_of_clock(900), [&](const std::string& name) {
     return write_until(redis_, rw, name, Clock::now() + 5s);
   });
 
-  constexpr auto permits = Semaphore<std::string>{"moved-permits", 2, 10s}.with_fencing();
+  const auto permits = Semaphore<std::string>{"moved-permits", 2, 10s, prefix_}.with_fencing();
   expect_grant_moves(permits, "export", ahead_of_clock(33), [&](const std::string& name) {
     return redis_.process(permits.try_acquire(name));
   });
@@ -113,7 +117,7 @@ TEST_F(FenceCounterTest, EveryFencedKindMovesItsOwnCounter) {
 // (its whole acquire was: take the key, INCR the counter), and processes of this one the server's:
 // fences still increase in grant order, whoever grants.
 TEST_F(FenceCounterTest, FencesKeepIncreasingWhileProcessesOfThePerNameLayoutStillGrant) {
-  constexpr auto lock = Lock<std::string>{"rolling", 10s}.with_fencing();
+  const auto lock = Lock<std::string>{"rolling", 10s, prefix_}.with_fencing();
   const std::string own = lock.own_fence_key("job");
   server_->command({"SET", own, "10"});
   std::vector<std::uint64_t> fences;
@@ -135,7 +139,7 @@ TEST_F(FenceCounterTest, FencesKeepIncreasingWhileProcessesOfThePerNameLayoutSti
 }
 
 TEST_F(FenceCounterTest, StatusShowsTheLargerOfTheServersCounterAndANamesOwn) {
-  constexpr auto lock = Lock<std::string>{"status-own", 10s}.with_fencing();
+  const auto lock = Lock<std::string>{"status-own", 10s, prefix_}.with_fencing();
   server_->command({"SET", lock.own_fence_key("unmoved"), "777"});
   auto status = redis_.process(lease_status(lock, std::string("unmoved")));
   ASSERT_TRUE(status.fence);
@@ -151,8 +155,9 @@ TEST_F(FenceCounterTest, StatusShowsTheLargerOfTheServersCounterAndANamesOwn) {
 // dropped the latest grants leaves it — still gives each name a larger fence than it had: fences
 // never fall below the server's clock, and every fence given was at most the clock of its grant.
 TEST_F(FenceCounterTest, ACounterThatLostItsLastValueStillGivesLargerFences) {
-  constexpr auto lock = Lock<std::string>{"lost-counter", 10s}.with_fencing();
-  constexpr auto permits = Semaphore<std::string>{"lost-counter-permits", 2, 10s}.with_fencing();
+  const auto lock = Lock<std::string>{"lost-counter", 10s, prefix_}.with_fencing();
+  const auto permits =
+      Semaphore<std::string>{"lost-counter-permits", 2, 10s, prefix_}.with_fencing();
   const auto grant_lock = [&] {
     auto token = redis_.process(lock.try_lock("ledger"));
     EXPECT_TRUE(token && token->fence());
