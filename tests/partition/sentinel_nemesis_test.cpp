@@ -1,6 +1,7 @@
 // The nemeses (nemesis.hpp) on a Sentinel deployment: a master, two replicas and three sentinels,
 // each on a host of its own, and clients that reach them through a redis-sentinel:// URL.
 #include <chrono>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -65,9 +66,12 @@ class SentinelDeployment : public Deployment {
     RedisSentinelGroup::Options options;
     options.lab = &lab;
     // The short tier looks every second, so that 20 failovers fit CI's time; scripts/soak keeps
-    // Sentinel's own periods, whose failover tails docs/reliability.md reports.
+    // Sentinel's own periods, whose failover tails docs/reliability.md reports, unless
+    // LEASEHOLD_SENTINEL_INFO_PERIOD_MS sets one (a round then takes seconds, not a minute).
     if (short_tier())
       options.info_period = std::chrono::seconds(1);
+    if (const char* period = std::getenv("LEASEHOLD_SENTINEL_INFO_PERIOD_MS"))
+      options.info_period = std::chrono::milliseconds(std::stoi(period));
     return options;
   }
 
