@@ -124,10 +124,9 @@ class Lock {
 
   // Opt-in fencing numbers: every acquire also advances the fence counter (fence_counter_key(),
   // server_fence_counter_key()) in the same script and hands its value to the token
-  // (token.fence()): strictly increasing per
-  // name in grant order, never expiring. A fenced lock has keys of its own (docs/keys.md): a
-  // fenced and an unfenced Lock of one namespace do not exclude each other, so a namespace is
-  // either fenced or not.
+  // (token.fence()): strictly increasing per name in grant order, never expiring. A fenced lock has
+  // keys of its own (docs/keys.md): a fenced and an unfenced Lock of one namespace do not exclude
+  // each other, so a namespace is either fenced or not.
   constexpr Lock with_fencing() const {
     Lock copy = *this;
     copy.fencing_ = true;
@@ -158,7 +157,7 @@ class Lock {
   }
   std::string server_fence_counter_key() const { return detail::server_fence_counter_key(prefix_); }
   // The name's own counter of the per-name layout, "<prefix>:Lock:{<namespace>:<escaped
-  // name>}:fence": a grant moves it into fence_counter_key(name) (docs/keys.md).
+  // name>}:fence": a grant moves it into the fence counter (docs/keys.md).
   std::string own_fence_key(const N& name) const { return tagged_key(name, ":fence"); }
   // A hash tag, braces included, for keys that must share the lease's hash slot (the keys of
   // guarded writes, guarded.hpp): "invoice:" + hash_tag(name) + ":row".

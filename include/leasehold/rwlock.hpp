@@ -85,7 +85,8 @@ class RwLock {
     return detail::fence_counter_key(prefix_, writer_key(name));
   }
   std::string server_fence_counter_key() const { return detail::server_fence_counter_key(prefix_); }
-  // The name's own counter of the per-name layout (":f"), which a grant moves into the slot's.
+  // The name's own counter of the per-name layout (":f"), which a grant moves into the fence
+  // counter.
   std::string own_fence_key(const N& name) const { return key(name, 'f'); }
   // A hash tag, braces included, for keys that must share the lease's hash slot (the keys of
   // guarded writes, guarded.hpp): "invoice:" + hash_tag(name) + ":row".

@@ -143,7 +143,7 @@ class Locker {
   std::string fence_counter_key(std::string_view name) const;
   std::string server_fence_counter_key() const;
   // The name's own counter of the per-name layout, "<prefix>:{<escaped name>}:fence", which a
-  // grant moves into fence_counter_key(name).
+  // grant moves into the fence counter.
   std::string own_fence_key(std::string_view name) const;
   bool fencing() const noexcept { return fencing_ == Fencing::on; }
   bool raw_keys() const noexcept { return raw_; }

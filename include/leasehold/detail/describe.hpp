@@ -17,7 +17,7 @@ struct StatusKeys {
   std::string leases;  // a sorted set of leases scored by their end in server ms
   LeaseInfo::Kind set_kind = LeaseInfo::Kind::shared;  // what the set's members are
   std::string queue;
-  std::string fence;      // the fence counter of the name's slot
+  std::string fence;      // the fence counter of the name's slot (a Redis Cluster's)
   std::string own_fence;  // the name's own counter of the per-name layout, until it expires
   std::string permits;
   std::string server_fence;  // a single server's one fence counter (with `fence`)
