@@ -18,15 +18,16 @@
 -- of the grant it repeats and less than any later holder's.
 local fence_handover_ms = 604800000
 local function next_fence(counter, own)
-  local fence = redis.call('INCR', counter)  -- an error reply if the counter holds no integer
-  local time = redis.call('TIME')
-  local floor = tonumber(time[1]) * 1000000 + tonumber(time[2])
-  local earlier = redis.call('GET', own)
-  if earlier then floor = math.max(floor, tonumber(earlier) + 1) end
-  if floor > fence then
-    fence = floor
-    redis.call('SET', counter, string.format('%d', fence))
+  -- One write: the clock is nearly always past the counter, so INCR then SET would be two.
+  local last = redis.call('GET', counter)
+  if last and not string.match(last, '^%-?%d+$') then
+    redis.call('INCR', counter)  -- its error reply: the counter holds no integer
   end
+  local time = redis.call('TIME')
+  local fence = math.max(tonumber(last or '0') + 1, tonumber(time[1]) * 1000000 + tonumber(time[2]))
+  local earlier = redis.call('GET', own)
+  if earlier then fence = math.max(fence, tonumber(earlier) + 1) end
+  redis.call('SET', counter, string.format('%d', fence))
   if earlier then
     if redis.call('PTTL', own) < 0 then
       redis.call('SET', own, string.format('%d', fence), 'PX', fence_handover_ms)
