@@ -22,6 +22,7 @@
 
 #include "build_paths.hpp"
 #include "eventually.hpp"
+#include "key_count.hpp"
 #include "redis_cluster.hpp"
 #include "shared_cluster.hpp"
 
@@ -381,16 +382,9 @@ TEST_F(ClusterTest, ManyFencedNamesLeaveAtMostOneCounterPerSlot) {
       ASSERT_TRUE(granted.value());
   }
   std::size_t counters = 0;
-  for (const int master : cluster_->masters()) {
-    std::string cursor = "0";
-    do {
-      const Reply page =
-          cluster_->command(static_cast<std::size_t>(master),
-                            {"SCAN", cursor, "MATCH", prefix + ":Fences*", "COUNT", "10000"});
-      cursor = page.elements.at(0).str;
-      counters += page.elements.at(1).elements.size();
-    } while (cursor != "0");
-  }
+  for (const int master : cluster_->masters())
+    counters +=
+        testing::count_keys(cluster_->node(static_cast<std::size_t>(master)), prefix + ":Fences*");
   EXPECT_EQ(counters, slots.size());
   EXPECT_LE(counters, std::size_t{kClusterSlots});
   RecordProperty("fence_counters", static_cast<int>(counters));

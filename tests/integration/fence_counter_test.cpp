@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "key_count.hpp"
 #include "leasehold/leasehold.hpp"
 #include "server_clock.hpp"
 #include "shared_server.hpp"
@@ -225,14 +226,7 @@ TEST_F(FenceCounterTest, ManyFencedNamesLeaveOneCounterOnASingleServer) {
       last = *granted.value()->fence();
     }
   }
-  std::size_t counters = 0;
-  std::string cursor = "0";
-  do {
-    const Reply page =
-        server_->command({"SCAN", cursor, "MATCH", prefix + ":Fences*", "COUNT", "10000"});
-    cursor = page.elements.at(0).str;
-    counters += page.elements.at(1).elements.size();
-  } while (cursor != "0");
+  const std::size_t counters = testing::count_keys(*server_, prefix + ":Fences*");
   EXPECT_EQ(counters, 1u);
   EXPECT_EQ(server_->command({"GET", lock.server_fence_counter_key()}).str, std::to_string(last));
   EXPECT_EQ(server_->command({"EXISTS", lock.own_fence_key("0")}).integer, 0);
