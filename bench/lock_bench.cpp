@@ -2,7 +2,7 @@
 //
 //   leasehold-bench --redis redis://127.0.0.1:PORT --workers W --keys K --cycles N
 //                   [--ttl-ms 10000] [--mode lock|read|write|semaphore|set] [--permits 8]
-//                   [--names 1]
+//                   [--names 1] [--fencing off|on]
 //                   [--release leasehold|plain] [--identity on|off] [--connections 1]
 //                   [--warmup 1000]
 //
@@ -19,6 +19,8 @@
 // LockSet of the M names (one script), released by its token (one script); mode lock: the M
 // locks one by one, in name order, each given back if a later one is busy, then released one by
 // one: what a caller without LockSet does.
+// --fencing on takes fenced leases (with_fencing(): every grant also advances the fence counter):
+// next to the same run with --fencing off, what a fencing number costs.
 // --connections C: a pool of C Clients on the same
 // io_context, workers assigned round-robin (default: one Client shared by every worker).
 //
@@ -69,6 +71,7 @@ struct Options {
   std::size_t connections = 1;
   std::uint64_t warmup = 1000;
   std::uint64_t names = 1;
+  bool fencing = false;
 };
 
 [[noreturn]] void usage(const char* why) {
@@ -77,7 +80,8 @@ struct Options {
       "leasehold-bench: %s\n"
       "usage: leasehold-bench --redis URL --workers W --keys K --cycles N [--ttl-ms 10000] "
       "[--mode lock|read|write|semaphore|set] [--permits 8] [--release leasehold|plain] "
-      "[--identity on|off] [--connections 1] [--warmup 1000] [--names 1]\n",
+      "[--identity on|off] [--connections 1] [--warmup 1000] [--names 1] "
+      "[--fencing off|on]\n",
       why);
   std::exit(64);
 }
@@ -119,6 +123,8 @@ Options parse_options(int argc, char** argv) {
       options.warmup = parse_number(name, value);
     else if (name == "--names")
       options.names = parse_number(name, value);
+    else if (name == "--fencing" && (value == "on" || value == "off"))
+      options.fencing = value == "on";
     else
       usage(("unknown option " + std::string(name)).c_str());
   }
@@ -367,6 +373,12 @@ Measurement run(const Options& options, const WorkerFactory& make_worker, Failur
   return measurement;
 }
 
+// `lease` as the options ask: fenced or not.
+template <class Lease>
+Lease as_asked(const Lease& lease, const Options& options) {
+  return options.fencing ? lease.with_fencing() : lease;
+}
+
 // Nearest-rank percentile in microseconds, as pairbench computes it.
 double percentile_us(const std::vector<std::uint64_t>& sorted_ns, double p) {
   if (sorted_ns.empty())
@@ -387,7 +399,7 @@ int main(int argc, char** argv) {
   Measurement measurement;
   try {
     if (options.mode == "lock" && options.release == "plain") {
-      const leasehold::Lock<std::uint64_t> lock("bench", ttl);
+      const auto lock = as_asked(leasehold::Lock<std::uint64_t>("bench", ttl), options);
       leasehold::Client loader(options.redis);
       const std::string sha =
           loader.process(leasehold::Command{"SCRIPT", "LOAD", kPlainReleaseScript}).str;
@@ -396,7 +408,7 @@ int main(int argc, char** argv) {
                                        options.keys, PlainRelease{lock, sha}),
                         failure);
     } else if (options.mode == "lock" && options.names > 1) {
-      const leasehold::Lock<std::uint64_t> lock("bench", ttl);
+      const auto lock = as_asked(leasehold::Lock<std::uint64_t>("bench", ttl), options);
       measurement = run(
           options,
           [lock, count = options.names, keys = options.keys](leasehold::Client& client, Rng rng,
@@ -405,7 +417,7 @@ int main(int argc, char** argv) {
           },
           failure);
     } else if (options.mode == "set") {
-      const leasehold::Lock<std::uint64_t> lock("bench", ttl);
+      const auto lock = as_asked(leasehold::Lock<std::uint64_t>("bench", ttl), options);
       measurement = run(options,
                         worker_factory(
                             [lock, count = options.names, keys = options.keys](std::uint64_t name) {
@@ -417,20 +429,21 @@ int main(int argc, char** argv) {
                             options.keys),
                         failure);
     } else if (options.mode == "lock") {
-      const leasehold::Lock<std::uint64_t> lock("bench", ttl);
+      const auto lock = as_asked(leasehold::Lock<std::uint64_t>("bench", ttl), options);
       measurement = run(
           options,
           worker_factory([lock](std::uint64_t name) { return lock.try_lock(name); }, options.keys),
           failure);
     } else if (options.mode == "semaphore") {
-      const leasehold::Semaphore<std::uint64_t> semaphore("bench", options.permits, ttl);
+      const auto semaphore =
+          as_asked(leasehold::Semaphore<std::uint64_t>("bench", options.permits, ttl), options);
       measurement = run(
           options,
           worker_factory([semaphore](std::uint64_t name) { return semaphore.try_acquire(name); },
                          options.keys),
           failure);
     } else {
-      const leasehold::RwLock<std::uint64_t> rwlock("bench", ttl);
+      const auto rwlock = as_asked(leasehold::RwLock<std::uint64_t>("bench", ttl), options);
       if (options.mode == "read")
         measurement =
             run(options,
