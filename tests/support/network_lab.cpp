@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <stdexcept>
 
 #include "child_process.hpp"
@@ -15,6 +16,23 @@ namespace {
 
 constexpr const char* kSubnet = "10.77.0.";
 constexpr const char* kTable = "lab";
+
+// Once its stdin ends: kills every process in the namespaces whose names start with $1, and
+// removes those namespaces. Run with stdin /dev/null, it does so at once.
+constexpr const char* kReapScript = R"(PATH=$PATH:/usr/sbin:/sbin
+cat >/dev/null
+for ns in $(ls /run/netns 2>/dev/null); do
+  case $ns in "$1"*)
+    ip netns pids "$ns" | xargs -r kill -9
+    ip netns delete "$ns" ;;
+  esac
+done)";
+
+// Starts the reap script ($1) for the prefix $2 as a grandchild in a session of its own, its
+// stdin this shell's: out of the reach of whatever kills the test process and its children
+// (ctest kills a timed-out test's whole tree), and left running when this shell exits.
+constexpr const char* kDetach =
+    R"(exec 3<&0; setsid sh -c "$1" lab-reaper "$2" <&3 3<&- >/dev/null 2>&1 &)";
 
 // The namespaces that exist now (`ip netns list`, first word of each line).
 std::vector<std::string> namespaces() {
@@ -27,21 +45,34 @@ std::vector<std::string> namespaces() {
 
 }  // namespace
 
-// Removes the namespaces of labs whose test process is gone.
+// Removes the namespaces of labs whose test process is gone, and what still runs in them.
 void NetworkLab::remove_orphans() const {
+  std::set<std::string> dead;
   for (const std::string& name : namespaces()) {
     if (!name.starts_with("lh") || name.find('-') == std::string::npos)
       continue;
     const std::string pid = name.substr(2, name.find('-') - 2);
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos)
       continue;
-    if (::kill(std::stoi(pid), 0) != 0 && errno == ESRCH) {
-      try {
-        run({"ip", "netns", "delete", name});
-      } catch (const std::runtime_error&) {
-      }
+    if (::kill(std::stoi(pid), 0) != 0 && errno == ESRCH)
+      dead.insert("lh" + pid + "-");
+  }
+  for (const std::string& prefix : dead) {
+    try {
+      run({"sh", "-c", kReapScript, "lab-reaper", prefix});
+    } catch (const std::runtime_error&) {
     }
   }
+}
+
+// The reaper waits on a pipe that only this process holds (the lab's test process): when the
+// process is gone, however it went, the pipe ends and the reaper removes the lab.
+void NetworkLab::start_reaper() {
+  reaper_ = std::make_unique<ChildProcess>(
+      std::vector<std::string>{"sh", "-c", kDetach, "sh", kReapScript, prefix_}, dir_,
+      ChildProcess::Input::pipe);
+  if (reaper_->wait() != 0)
+    throw std::runtime_error("cannot start the network lab's reaper: " + reaper_->err());
 }
 
 namespace {
@@ -94,6 +125,13 @@ NetworkLab::NetworkLab() {
   static std::atomic<int> labs{0};
   prefix_ = "lh" + std::to_string(::getpid()) + "-" + std::to_string(++labs) + "-";
   hub_ = prefix_ + "hub";
+  try {
+    start_reaper();
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+    throw;
+  }
   run({"ip", "netns", "add", hub_});
   try {
     run({"ip", "-n", hub_, "link", "add", "br0", "type", "bridge"});
@@ -103,6 +141,7 @@ NetworkLab::NetworkLab() {
          "{ type filter hook forward priority 0; }"});
   } catch (...) {
     run({"ip", "netns", "delete", hub_});
+    reaper_.reset();
     std::error_code ignored;
     std::filesystem::remove_all(dir_, ignored);
     throw;
@@ -120,6 +159,7 @@ NetworkLab::~NetworkLab() {
     run({"ip", "netns", "delete", hub_});
   } catch (const std::runtime_error&) {
   }
+  reaper_.reset();  // its pipe ends: it finds nothing left to remove
   std::error_code ignored;
   std::filesystem::remove_all(dir_, ignored);
 }

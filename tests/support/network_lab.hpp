@@ -5,15 +5,19 @@
 // switch would: silently, for connections already open and for new ones.
 //
 // Needs root (CI runs as root), iproute2's `ip` and nftables' `nft`; unavailable() says what is
-// missing. Namespaces are named lh<pid>-<n>-<host>, and a new lab removes those that a test
-// process which has died left behind.
+// missing. Namespaces are named lh<pid>-<n>-<host>. A lab goes with its test process however that
+// ends: killed by a timeout, Ctrl-C or a crash, a reaper it started removes its namespaces and
+// kills what still runs in them; and a new lab removes whatever a dead test process left.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace leasehold::testing {
+
+class ChildProcess;
 
 class NetworkLab {
  public:
@@ -50,11 +54,14 @@ class NetworkLab {
   // Runs `args` (args[0] found on PATH) and waits for it; throws, with its output, when it fails.
   void run(const std::vector<std::string>& args) const;
   void remove_orphans() const;
+  void start_reaper();
 
   std::string dir_;     // the commands' output
   std::string prefix_;  // lh<pid>-<n>-
   std::string hub_;
   std::vector<Host> hosts_;
+  // Holds the pipe whose end tells the reaper that this process is gone.
+  std::unique_ptr<ChildProcess> reaper_;
 };
 
 }  // namespace leasehold::testing
