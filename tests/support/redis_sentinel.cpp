@@ -1,7 +1,9 @@
 #include "redis_sentinel.hpp"
 
+#include <algorithm>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -249,6 +251,73 @@ RedisServer& RedisSentinelGroup::wait_settled(std::chrono::milliseconds timeout)
         unsettled);
   }
   return *settled;
+}
+
+std::string RedisSentinelGroup::describe() {
+  std::string out;
+  for (const auto& server : servers_) {
+    out += "  server " + named_address(*server) + ":";
+    if (server->pid() <= 0) {
+      out += " stopped\n";
+      continue;
+    }
+    try {
+      std::istringstream info(server->command({"INFO", "replication"}).str);
+      for (std::string line; std::getline(info, line);) {
+        if (!line.empty() && line.back() == '\r')
+          line.pop_back();
+        for (const char* field :
+             {"role:", "master_host:", "master_port:", "master_link_status:",
+              "master_link_down_since_seconds:", "master_sync_in_progress:", "connected_slaves:"})
+          if (line.starts_with(field))
+            out += " " + line;
+      }
+    } catch (const std::exception& e) {
+      out += std::string(" no answer (") + e.what() + ")";
+    }
+    out += "\n";
+  }
+  for (const auto& sentinel : sentinels_) {
+    out += "  sentinel " + std::to_string(sentinel->port()) + ": names " + named_by(*sentinel) +
+           ", replicas";
+    try {
+      const Reply replicas =
+          ask_sentinel(*sentinel, {"SENTINEL", "REPLICAS", options_.master_name});
+      for (const Reply& replica : replicas.elements) {
+        std::string name, flags;
+        for (std::size_t i = 0; i + 1 < replica.elements.size(); i += 2) {
+          if (replica.elements[i].str == "name")
+            name = replica.elements[i + 1].str;
+          else if (replica.elements[i].str == "flags")
+            flags = replica.elements[i + 1].str;
+        }
+        out += " " + name + " (" + flags + ")";
+      }
+    } catch (const std::exception& e) {
+      out += std::string(" unknown (") + e.what() + ")";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+void RedisSentinelGroup::reattach_to_named_master() {
+  std::map<std::string, int> votes;
+  for (const auto& sentinel : sentinels_)
+    if (sentinel->pid() > 0)
+      if (const std::string named = named_by(*sentinel); !named.empty())
+        ++votes[named];
+  if (votes.empty())
+    throw std::runtime_error("the Sentinel test group: no sentinel names a master");
+  const std::string master =
+      std::max_element(votes.begin(), votes.end(), [](const auto& a, const auto& b) {
+        return a.second < b.second;
+      })->first;
+  const std::string host = master.substr(0, master.rfind(':'));
+  const std::string port = master.substr(master.rfind(':') + 1);
+  for (const auto& server : servers_)
+    if (server->pid() > 0 && named_address(*server) != master)
+      server->command({"REPLICAOF", host, port});
 }
 
 RedisServer& RedisSentinelGroup::start_failover(std::chrono::milliseconds timeout) {

@@ -83,6 +83,12 @@ class RedisSentinelGroup {
   // Waits until the group is whole again: one server says it is master, every sentinel names
   // it, and every other running server is its replica with the link up. That master.
   RedisServer& wait_settled(std::chrono::milliseconds timeout);
+  // What each server says of its replication and each sentinel of the master and its replicas:
+  // for a report of why the group did not settle.
+  std::string describe();
+  // Points every running server but the master that most sentinels name at that master
+  // (REPLICAOF), as an operator would when Sentinel leaves one detached.
+  void reattach_to_named_master();
 
  private:
   // SENTINEL FAILOVER through the first sentinel, asked again while it finds no good replica.

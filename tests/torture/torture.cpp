@@ -60,6 +60,10 @@ HistoryDir::HistoryDir(const std::string& scenario) {
 HistoryDir::~HistoryDir() {
   if (keep_)
     return;
+  if (::testing::Test::HasFailure()) {
+    std::cout << "kept the histories of the failed test in " << path_ << "\n";
+    return;
+  }
   std::error_code ignored;
   std::filesystem::remove_all(path_, ignored);
 }

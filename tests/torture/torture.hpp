@@ -27,7 +27,7 @@ std::chrono::milliseconds scaled(std::chrono::milliseconds full, std::chrono::mi
 int scaled(int full, int minimum);
 
 // A directory for one scenario's history files; removed at the end unless LEASEHOLD_TORTURE_KEEP
-// is set.
+// is set or the test has failed (the path is printed then).
 class HistoryDir {
  public:
   explicit HistoryDir(const std::string& scenario);

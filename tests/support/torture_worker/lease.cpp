@@ -23,6 +23,8 @@ struct LeaseWorker {
 
   const Options& options;
   Recorder recorder{options.text("out")};
+  const std::shared_ptr<ExtensionObserver> extensions =
+      std::make_shared<ExtensionObserver>(recorder);
   leasehold::Client redis;
   const std::string prefix = options.text("prefix", "torture");
   const L lock;
@@ -32,7 +34,9 @@ struct LeaseWorker {
   std::mt19937 random{static_cast<unsigned>(::getpid())};
 
   explicit LeaseWorker(const Options& o)
-      : options(o), redis(o.text("url"), client_options(o)), lock(make_lock(o, prefix)) {}
+      : options(o),
+        redis(o.text("url"), client_options(o, extensions)),
+        lock(make_lock(o, prefix)) {}
 
   static L make_lock(const Options& o, const std::string& prefix) {
     const L plain("torture", ms(o.number("ttl-ms", 1000)), prefix);
@@ -46,9 +50,11 @@ struct LeaseWorker {
       return lock.try_lock(name);
   }
 
-  static leasehold::ClientOptions client_options(const Options& o) {
+  static leasehold::ClientOptions client_options(const Options& o,
+                                                 std::shared_ptr<ExtensionObserver> extensions) {
     leasehold::ClientOptions client;
     client.client_name = o.text("client-name", "torture-worker");
+    client.observer = std::move(extensions);
     return client;
   }
 
@@ -101,7 +107,7 @@ struct LeaseWorker {
   void section(const Token& token, const std::string& name, std::uint64_t lease,
                std::chrono::milliseconds length) {
     std::atomic<std::int64_t> lost_at{0};
-    ExtensionWatch observe(recorder, token, name, lease, 'w');
+    ExtensionWatch observe(recorder, token, name, lease, 'w', extensions.get());
     const bool write_after_loss = options.flag("write-after-loss");
     const auto held = leasehold::while_held(redis, token, [&](std::stop_token stop) {
       std::stop_callback on_loss(stop, [&] { lost_at = monotonic_ns(); });

@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <leasehold/leasehold.hpp>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -93,22 +95,80 @@ void hold_until(std::int64_t until_ns, Step step) {
 // The counter "<prefix>:counter:<name>"; 0 if it does not exist.
 long long read_counter(leasehold::Client& redis, const std::string& key);
 
+// Records each extension (extend_ok) of a watched lease as its reply reaches the client: the
+// client tells its observer on its I/O thread right after the lease's deadline moved. A section
+// that looks for extensions itself sees one up to its next look later (every 2 ms, later still
+// when it is starved); an extension answered just before the old deadline would then show a gap
+// before it that the lease never had. Set as the client's observer (ClientOptions::observer).
+class ExtensionObserver final : public leasehold::Observer {
+ public:
+  struct Lease {
+    std::string name;
+    std::uint64_t number = 0;
+    char mode = 'w';
+    std::function<leasehold::Clock::time_point()> deadline;
+  };
+
+  explicit ExtensionObserver(const Recorder& recorder) : recorder_(recorder) {}
+
+  void watch(const std::string& key, Lease lease) {
+    const std::lock_guard lock(mutex_);
+    watched_[key] = std::move(lease);
+  }
+  void unwatch(const std::string& key) {
+    const std::lock_guard lock(mutex_);
+    watched_.erase(key);
+  }
+
+  void on_extension(const leasehold::ExtensionEvent& event) override {
+    if (event.outcome != leasehold::ExtensionEvent::Outcome::extended)
+      return;
+    const std::lock_guard lock(mutex_);
+    const auto lease = watched_.find(std::string(event.key));
+    if (lease == watched_.end())
+      return;
+    recorder_.record({.kind = EventKind::extend_ok,
+                      .name = lease->second.name,
+                      .lease = lease->second.number,
+                      .mode = lease->second.mode,
+                      .deadline = to_monotonic_ns(lease->second.deadline())});
+  }
+
+ private:
+  const Recorder& recorder_;
+  std::mutex mutex_;
+  std::map<std::string, Lease> watched_;
+};
+
 // Records an extension (extend_ok) each time a held token's deadline has moved on since it last
 // looked. Compared on the lease's own clock: the mapping onto the history's differs by
-// nanoseconds from one reading to the next, which must not pass for an extension.
+// nanoseconds from one reading to the next, which must not pass for an extension. Given the
+// client's ExtensionObserver, it leaves the recording to that instead, for the whole watch.
 template <class Token>
 class ExtensionWatch {
  public:
   ExtensionWatch(const Recorder& recorder, const Token& token, const std::string& name,
-                 std::uint64_t lease, char mode)
+                 std::uint64_t lease, char mode, ExtensionObserver* observer = nullptr)
       : recorder_(recorder),
         token_(token),
         name_(name),
         lease_(lease),
         mode_(mode),
-        seen_(token.deadline()) {}
+        seen_(token.deadline()),
+        observer_(observer) {
+    if (observer_ != nullptr)
+      observer_->watch(token.key(), {name, lease, mode, [&token] { return token.deadline(); }});
+  }
+  ~ExtensionWatch() {
+    if (observer_ != nullptr)
+      observer_->unwatch(token_.key());
+  }
+  ExtensionWatch(const ExtensionWatch&) = delete;
+  ExtensionWatch& operator=(const ExtensionWatch&) = delete;
 
   void operator()() {
+    if (observer_ != nullptr)
+      return;
     const leasehold::Clock::time_point deadline = token_.deadline();
     if (deadline <= seen_)
       return;
@@ -127,6 +187,7 @@ class ExtensionWatch {
   std::uint64_t lease_;
   char mode_;
   leasehold::Clock::time_point seen_;
+  ExtensionObserver* observer_;
 };
 
 // The non-atomic half of read-sleep-write: writes read + 1 and records it, confirmed or unknown.
