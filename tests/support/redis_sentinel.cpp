@@ -232,7 +232,15 @@ RedisServer& RedisSentinelGroup::wait_settled(std::chrono::milliseconds timeout)
     for (const auto& server : servers_) {
       if (server.get() == settled || server->pid() <= 0)
         continue;
-      const Reply info = server->command({"INFO", "replication"});
+      Reply info;
+      try {
+        info = server->command({"INFO", "replication"});
+      } catch (const std::exception& e) {
+        // Not settled yet, not a failure: Sentinel kills every normal client of a server it
+        // turns into a replica (CLIENT KILL TYPE normal), the test's own connection included.
+        unsettled = "the server " + named_address(*server) + " did not answer: " + e.what();
+        return false;
+      }
       if (!says(info, "master_host:" + host + "\r\n") ||
           !says(info, "master_port:" + port + "\r\n") || !says(info, "master_link_status:up")) {
         unsettled = "the server " + named_address(*server) + " is not a replica of " + address +
