@@ -144,7 +144,10 @@ HistoryReport nemesis_scenario(Deployment& deployment, const std::string& mode,
                                         {"cs-ms", "100:400"},
                                         {"retry-ms", "20"},
                                         {"lock-fence", ""},
-                                        {"duration-ms", "3600000"},
+                                        // The stop file ends them; this only bounds a
+                                        // worker the test left behind (a soak's run of one
+                                        // mode takes over an hour).
+                                        {"duration-ms", "86400000"},
                                         {"stop-file", stop_file},
                                         {"client-name", host}}),
                            deployment.lab().on(deployment.lab().host(host)));
