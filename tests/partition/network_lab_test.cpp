@@ -23,16 +23,6 @@ using namespace std::chrono_literals;
 using testing::ChildProcess;
 using testing::NetworkLab;
 
-// The network namespaces whose names start with `prefix`.
-std::vector<std::string> namespaces_named(const std::string& prefix) {
-  std::vector<std::string> names;
-  std::error_code ignored;
-  for (const auto& entry : std::filesystem::directory_iterator("/run/netns", ignored))
-    if (entry.path().filename().string().starts_with(prefix))
-      names.push_back(entry.path().filename().string());
-  return names;
-}
-
 // True once `pid` has exited (gone, or a zombie that its new parent has yet to reap).
 bool exited(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
@@ -83,14 +73,14 @@ TEST(NetworkLabTest, ALabWhoseTestProcessIsKilledLeavesNothingBehind) {
   ASSERT_TRUE(up && std::filesystem::exists(ready)) << "the lab never came up";
   const pid_t program = std::stoi(testing::read_file(ready));
   const std::string prefix = "lh" + std::to_string(test_process) + "-";
-  EXPECT_EQ(namespaces_named(prefix).size(), 2u);  // the hub and the host
+  EXPECT_EQ(NetworkLab::namespaces(prefix).size(), 2u);  // the hub and the host
   EXPECT_FALSE(exited(program));
 
   ::kill(test_process, SIGKILL);
   ::waitpid(test_process, &status, 0);
 
-  EXPECT_TRUE(testing::eventually([&] { return namespaces_named(prefix).empty(); }, 20s))
-      << "left behind: " << namespaces_named(prefix).size() << " namespaces";
+  EXPECT_TRUE(testing::eventually([&] { return NetworkLab::namespaces(prefix).empty(); }, 20s))
+      << "left behind: " << NetworkLab::namespaces(prefix).size() << " namespaces";
   EXPECT_TRUE(testing::eventually([&] { return exited(program); }, 20s))
       << "the program on the lab's host still runs";
   if (!exited(program))

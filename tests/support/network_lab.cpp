@@ -34,21 +34,21 @@ done)";
 constexpr const char* kDetach =
     R"(exec 3<&0; setsid sh -c "$1" lab-reaper "$2" <&3 3<&- >/dev/null 2>&1 &)";
 
-// The namespaces that exist now (`ip netns list`, first word of each line).
-std::vector<std::string> namespaces() {
+}  // namespace
+
+std::vector<std::string> NetworkLab::namespaces(const std::string& prefix) {
   std::vector<std::string> names;
   std::error_code ignored;
   for (const auto& entry : std::filesystem::directory_iterator("/run/netns", ignored))
-    names.push_back(entry.path().filename().string());
+    if (entry.path().filename().string().starts_with(prefix))
+      names.push_back(entry.path().filename().string());
   return names;
 }
-
-}  // namespace
 
 // Removes the namespaces of labs whose test process is gone, and what still runs in them.
 void NetworkLab::remove_orphans() const {
   std::set<std::string> dead;
-  for (const std::string& name : namespaces()) {
+  for (const std::string& name : namespaces("lh")) {
     if (!name.starts_with("lh") || name.find('-') == std::string::npos)
       continue;
     const std::string pid = name.substr(2, name.find('-') - 2);

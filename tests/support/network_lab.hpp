@@ -29,6 +29,8 @@ class NetworkLab {
 
   // Why this process cannot make a lab, or nothing when it can.
   static std::optional<std::string> unavailable();
+  // The network namespaces that exist now (`ip netns list`) whose names start with `prefix`.
+  static std::vector<std::string> namespaces(const std::string& prefix);
 
   NetworkLab();
   ~NetworkLab();  // removes every namespace it made (and with them their links)
